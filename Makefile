@@ -1,0 +1,57 @@
+# elastic-sps: `make demo` runs the main job, `make test` the tests. Both install what is
+# missing first (apt packages, the .venv and the Python packages), so a fresh machine needs
+# nothing else.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := redis-server openjdk-17-jre-headless
+
+.PHONY: help install system-deps demo test test-unit test-integration test-e2e lint bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+system-deps: ## apt-install redis-server and Java if they are missing
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }
+	[ -x $(PY) ] || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: system-deps $(STAMP) ## create .venv and install the project with its dev tools
+
+demo: install ## run the demo (see README)
+	$(VENV)/bin/elastic-sps demo
+
+test: install ## run unit, integration and e2e tests
+	$(PY) -m pytest
+
+test-unit: install ## unit tests only
+	$(PY) -m pytest -m unit
+
+test-integration: install ## tests against a real redis-server / Kafka-protocol broker
+	$(PY) -m pytest -m integration
+
+test-e2e: install ## the whole ensemble
+	$(PY) -m pytest -m e2e
+
+lint: install ## ruff and mypy
+	$(VENV)/bin/ruff check shared services tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: install ## the benchmarks whose figures are in the README
+	$(PY) benchmarks/run_all.py
+
+clean: ## remove the venv and run outputs
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""elastic-sps common library: the interfaces and models every service and the simulator share."""

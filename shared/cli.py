@@ -1,0 +1,185 @@
+"""The ``elastic-sps`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", default="twitter", help="built-in name or YAML file")
+    p.add_argument("--trace", default="spikes", help="bundled name or CSV file")
+    p.add_argument("--td", type=float, default=1.0, help="interval length in seconds")
+    p.add_argument("--peak-rate", type=float, help="rescale so the trace peaks at EPS events/s")
+    p.add_argument("--slot-seconds", type=float, default=1.0, help="seconds per trace row")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget", type=int, help="global cap on active replicas (Stela ETP)")
+    p.add_argument("--retrain-every", type=int, help="ANN/RF: refit every N intervals")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--plot", help="write a PNG of input, throughput and replicas")
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    from shared import topology, traces
+
+    topo = topology.load(args.topology)
+    trace = traces.load(args.trace, slot_s=args.slot_seconds)
+    if args.peak_rate is not None:
+        trace = trace.rescaled(args.peak_rate)
+    return topo, trace
+
+
+def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
+    from shared.policies import make_policy
+    from shared.simulator import simulate
+
+    topo, trace = _load(args)
+    arrivals = trace.per_interval(args.td)
+    opts = {
+        "predictor": getattr(args, "predictor", None),
+        "replicas": getattr(args, "replicas", None),
+        "retrain_every": args.retrain_every,
+        "td": args.td,
+        "seed": args.seed,
+    }
+    if args.budget is not None and args.budget < 0:
+        raise ValueError(f"--budget must be >= 0, got {args.budget}")
+    results = []
+    for spec in specs:
+        policy = make_policy(spec, topo, **opts)
+        results.append(simulate(topo, arrivals, policy, args.td, budget=args.budget))
+    return results
+
+
+def _emit(args: argparse.Namespace, results: list[Any], as_list: bool) -> None:
+    from shared import report
+
+    if args.plot:
+        report.plot(results, args.plot)
+    if args.json:
+        docs = [{"policy": r.policy, **r.metrics.as_dict()} for r in results]
+        print(json.dumps(docs if as_list else docs[0], indent=None))
+    else:
+        report.print_table(results, f"{args.topology} / {args.trace} / td={args.td}s")
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    spec = args.policy
+    if spec == "pa-sps" and args.predictor:
+        spec = f"pa-sps:{args.predictor}"
+    _emit(args, _run(args, [spec]), as_list=False)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from shared.policies import default_comparison
+
+    specs = args.policies.split(",") if args.policies else default_comparison()
+    results = _run(args, [s.strip() for s in specs if s.strip()])
+    if not args.policies:
+        from shared.scoring import rank
+
+        results = rank(results)
+    _emit(args, results, as_list=True)
+    return 0
+
+
+def cmd_gen_trace(args: argparse.Namespace) -> int:
+    from shared import traces
+
+    tr = traces.spike_workload(
+        duration_s=args.duration,
+        base_eps=args.base,
+        spikes=args.spikes,
+        height=args.height,
+        width_s=args.width,
+        ramp_s=args.ramp,
+        noise=args.noise,
+        seed=args.seed,
+    )
+    traces.write_csv(tr, args.out)
+    print(f"wrote {args.out}: {len(tr.values)} slots, peak {tr.peak_eps:.0f} events/s")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Until the service ensemble runs, the demo is the simulator's comparison on a
+    bundled spike trace, with its plot written to a run folder."""
+    import time
+    from pathlib import Path
+
+    run_dir = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ns = argparse.Namespace(
+        topology=args.topology, trace=args.trace, td=1.0, peak_rate=None, slot_seconds=1.0,
+        seed=0, budget=None, retrain_every=None, json=args.json,
+        plot=str(run_dir / "compare.png"), policies=None,
+    )
+    cmd_compare(ns)
+    if not args.json:
+        print(f"plot: {run_dir / 'compare.png'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("simulate", help="run one policy on a trace in the simulator")
+    _add_run_args(p)
+    p.add_argument("--policy", default="pa-sps", help="pa-sps, presps, static, ... (name[:arg])")
+    p.add_argument("--predictor", choices=["basic", "lr", "fft", "ann", "rf"])
+    p.add_argument("--replicas", type=int, help="static: replicas per operator")
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("compare", help="run several policies on the same trace")
+    _add_run_args(p)
+    p.add_argument("--policies", help="comma-separated, e.g. pa-sps:lr,static:8 (default: all)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("gen-trace", help="write a seeded spike workload CSV")
+    p.add_argument("--out", required=True)
+    p.add_argument("--duration", type=int, default=3600)
+    p.add_argument("--base", type=float, default=400.0)
+    p.add_argument("--spikes", type=int, default=3)
+    p.add_argument("--height", type=float, default=4.0)
+    p.add_argument("--width", type=int, default=180)
+    p.add_argument("--ramp", type=int, default=30)
+    p.add_argument("--noise", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_gen_trace)
+
+    p = sub.add_parser("demo", help="the demo: compare policies on a bundled spike trace")
+    p.add_argument("--topology", default="twitter")
+    p.add_argument("--trace", default="spikes")
+    p.add_argument("--out", help="run folder (default runs/demo-<time>)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_demo)
+
+    for extra in _EXTRA_COMMANDS:
+        extra(sub)
+    return parser
+
+
+# Later subsystems (shedding, services, ensemble) add their subcommands here.
+_EXTRA_COMMANDS: list[Any] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from shared.policies import PolicyConfigError
+    from shared.topology import TopologyError
+    from shared.traces import TraceError
+
+    try:
+        return int(args.func(args) or 0)
+    except (TopologyError, TraceError, PolicyConfigError, ValueError) as exc:
+        print(f"elastic-sps: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The Plan step (PA-SPS Algorithm 2), shared by the simulator and the plan service.
+
+The policy's per-operator needs are bounded by each pool; if a global budget is set and
+the needs exceed it, Stela's ETP decides who gets the replicas (``shared.stela.allocate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared import stela
+from shared.policies.base import Analysis
+from shared.topology import Topology
+
+
+@dataclass(frozen=True)
+class Plan:
+    interval: int
+    targets: Mapping[str, int]  # active replicas per operator for t+1
+    changes: Mapping[str, int]  # k_i = target - current (Algorithm 2, line 2), non-zero only
+    budget_bound: bool = False
+
+
+def make_plan(
+    topo: Topology,
+    analysis: Analysis,
+    current: Mapping[str, int],
+    td: float,
+    budget: int | None = None,
+) -> Plan:
+    wanted = {
+        op.name: max(op.min_replicas, min(op.max_replicas, analysis.operators[op.name].replicas))
+        for op in topo.operators
+    }
+    bound = False
+    if budget is not None and sum(wanted.values()) > budget:
+        wanted = stela.allocate(topo, analysis.predicted_input / td, wanted, budget)
+        bound = True
+    changes = {n: wanted[n] - current.get(n, 0) for n in wanted if wanted[n] != current.get(n, 0)}
+    return Plan(analysis.interval, wanted, changes, bound)

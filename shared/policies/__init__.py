@@ -1,0 +1,83 @@
+"""Elasticity policies by name. ``make_policy("pa-sps:lr", topo)`` or ``("static:8", topo)``.
+
+Adding a policy: a module with a parameters dataclass and an object with ``name`` and
+``analyze(stats) -> Analysis``, then one entry in ``_FACTORIES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shared.policies.base import Analysis, OperatorDecision, Policy, PolicyConfigError
+from shared.policies.pa_sps import PASPS, pa_sps, presps
+from shared.policies.static import Static
+from shared.topology import Topology
+
+__all__ = [
+    "PASPS",
+    "Analysis",
+    "OperatorDecision",
+    "Policy",
+    "PolicyConfigError",
+    "Static",
+    "make_policy",
+    "policy_names",
+]
+
+
+def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+    predictor = arg or opts.get("predictor") or "lr"
+    kwargs = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
+    if predictor not in ("ann", "rf"):
+        kwargs.pop("retrain_every", None)
+    p = pa_sps(topo, predictor, **kwargs)
+    p.name = f"pa-sps:{predictor}"
+    return p
+
+
+def _static(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+    raw = arg if arg is not None else opts.get("replicas")
+    if raw is None:
+        raise PolicyConfigError("static needs a replica count: static:N or --replicas N")
+    try:
+        n = int(raw)
+    except ValueError:
+        raise PolicyConfigError(f"static: replica count {raw!r} is not an integer") from None
+    p = Static(topo, n)
+    p.name = f"static:{n}"
+    return p
+
+
+_FACTORIES: dict[str, Callable[[Topology, str | None, dict[str, Any]], Policy]] = {
+    "pa-sps": _pa_sps,
+    "presps": lambda topo, arg, opts: presps(topo),
+    "static": _static,
+}
+
+
+def register(name: str, factory: Callable[[Topology, str | None, dict[str, Any]], Policy]) -> None:
+    _FACTORIES[name] = factory
+
+
+def policy_names() -> list[str]:
+    return list(_FACTORIES)
+
+
+def make_policy(spec: str, topo: Topology, **opts: Any) -> Policy:
+    """``spec`` is ``name`` or ``name:arg`` (a predictor for pa-sps, a count for static)."""
+    name, _, arg = spec.partition(":")
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise PolicyConfigError(
+            f"unknown policy {name!r}; choose from {', '.join(_FACTORIES)}"
+        ) from None
+    return factory(topo, arg or None, opts)
+
+
+def default_comparison() -> list[str]:
+    """Every policy, PA-SPS once per predictor, plus the paper's static r = 1, 4, 8."""
+    specs = [f"pa-sps:{p}" for p in ("basic", "lr", "fft", "ann", "rf")] + ["presps"]
+    specs += [n for n in _FACTORIES if n not in ("pa-sps", "presps", "static")]
+    return [*specs, "static:1", "static:4", "static:8"]

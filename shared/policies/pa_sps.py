@@ -1,0 +1,50 @@
+"""PA-SPS (JPDC 2024 §3.2, Eqs. 2-7 and Algorithm 2) and PRESPS (COMPAS 2023, Eqs. 1-6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared import pa_sps_model as model
+from shared.interval_stats import IntervalStats
+from shared.policies.base import Analysis, OperatorDecision
+from shared.predictors import Predictor, make_predictor
+from shared.topology import Topology
+
+
+@dataclass
+class PASPS:
+    """Predict λ̂_G(t+1), spread it over the DAG with θ_i(t) (Eqs. 4-6), add the queued
+    events of the operator and, propagated, of its predecessors (Eq. 7), and size each
+    operator with Eq. 2 rounded up into [min, pool].
+    """
+
+    topology: Topology
+    predictor: Predictor
+    propagate_queues: bool = True
+    name: str = "pa-sps"
+
+    def analyze(self, stats: IntervalStats) -> Analysis:
+        self.predictor.observe(stats.input_events)
+        predicted_input = self.predictor.predict()
+        theta = model.operator_thetas(self.topology, model.edge_thetas(self.topology, stats))
+        received = model.predicted_received(predicted_input, theta)
+        queued = model.predicted_queue(self.topology, stats, theta, self.propagate_queues)
+        decisions = {}
+        for op in self.topology.operators:
+            load = received[op.name] + queued[op.name]  # Eq. 3
+            raw = model.replicas_needed(load, op.et_s, stats.td)
+            decisions[op.name] = OperatorDecision(
+                replicas=model.round_replicas(raw, op.min_replicas, op.max_replicas),
+                predicted_load=load,
+                raw_replicas=raw,
+            )
+        return Analysis(stats.index, predicted_input, decisions)
+
+
+def pa_sps(topology: Topology, predictor: str = "lr", **predictor_args: object) -> PASPS:
+    return PASPS(topology, make_predictor(predictor, **predictor_args))  # type: ignore[arg-type]
+
+
+def presps(topology: Topology) -> PASPS:
+    """PRESPS: the Basic predictor (its Eq. 2 uses λ_G(t)) and only the own queue (Eq. 5)."""
+    return PASPS(topology, make_predictor("basic"), propagate_queues=False, name="presps")

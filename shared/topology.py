@@ -1,0 +1,279 @@
+"""The stream application as a DAG of operators (PA-SPS §2, §3.2 Table 1).
+
+An edge ``p -> i`` carries θ_i^p, the events sent to ``i`` per event ``p`` processes
+(Eq. 6). ``source`` is the input stream; it is not an operator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SOURCE = "source"
+
+
+class TopologyError(ValueError):
+    """A topology that cannot run; the message names the operator or edge at fault."""
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    et_ms: float
+    min_replicas: int = 1
+    max_replicas: int = 8
+
+    @property
+    def et_s(self) -> float:
+        return self.et_ms / 1000.0
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    fraction: float = 1.0
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    operators: tuple[Operator, ...]
+    edges: tuple[Edge, ...]
+    description: str = ""
+    _index: dict[str, Operator] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {op.name: op for op in self.operators})
+        _validate(self)
+
+    def __getitem__(self, name: str) -> Operator:
+        return self._index[name]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(op.name for op in self.operators)
+
+    @cached_property
+    def order(self) -> tuple[str, ...]:
+        """Operators in topological order (sources first), stable w.r.t. declaration order."""
+        return _toposort(self)
+
+    @cached_property
+    def predecessors(self) -> dict[str, tuple[Edge, ...]]:
+        preds: dict[str, list[Edge]] = {n: [] for n in self.names}
+        for e in self.edges:
+            preds[e.dst].append(e)
+        return {n: tuple(v) for n, v in preds.items()}
+
+    @cached_property
+    def successors(self) -> dict[str, tuple[Edge, ...]]:
+        succ: dict[str, list[Edge]] = {n: [] for n in (SOURCE, *self.names)}
+        for e in self.edges:
+            succ[e.src].append(e)
+        return {n: tuple(v) for n, v in succ.items()}
+
+    @cached_property
+    def entry_operators(self) -> tuple[str, ...]:
+        return tuple(e.dst for e in self.successors[SOURCE])
+
+    @cached_property
+    def sinks(self) -> tuple[str, ...]:
+        return tuple(n for n in self.order if not self.successors[n])
+
+    @cached_property
+    def static_theta(self) -> dict[str, float]:
+        """θ_i from the declared fractions (Eq. 5 with θ_i^p fixed): events per input event."""
+        theta: dict[str, float] = {}
+        for name in self.order:
+            theta[name] = sum(
+                e.fraction * (1.0 if e.src == SOURCE else theta[e.src])
+                for e in self.predecessors[name]
+            )
+        return theta
+
+    @property
+    def pool_total(self) -> int:
+        return sum(op.max_replicas for op in self.operators)
+
+    def capacity_eps(self) -> float:
+        """Largest input rate (events/s) the full pool sustains, bottleneck operator first."""
+        return min(
+            op.max_replicas / op.et_s / self.static_theta[op.name]
+            for op in self.operators
+            if self.static_theta[op.name] > 0
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "operators": [
+                {
+                    "name": o.name,
+                    "et_ms": o.et_ms,
+                    "min_replicas": o.min_replicas,
+                    "max_replicas": o.max_replicas,
+                }
+                for o in self.operators
+            ],
+            "edges": [{"from": e.src, "to": e.dst, "fraction": e.fraction} for e in self.edges],
+        }
+
+
+def _validate(topo: Topology) -> None:
+    if not topo.operators:
+        raise TopologyError(f"topology {topo.name!r}: no operators")
+    seen: set[str] = set()
+    for op in topo.operators:
+        where = f"topology {topo.name!r}, operator {op.name!r}"
+        if not op.name or op.name == SOURCE:
+            raise TopologyError(f"{where}: the name {SOURCE!r} (or empty) is reserved")
+        if op.name in seen:
+            raise TopologyError(f"{where}: declared twice")
+        seen.add(op.name)
+        if not (math.isfinite(op.et_ms) and op.et_ms > 0):
+            raise TopologyError(f"{where}: et_ms must be a positive finite number, got {op.et_ms}")
+        if op.min_replicas < 0:
+            raise TopologyError(f"{where}: min_replicas {op.min_replicas} is negative")
+        if op.max_replicas < 1:
+            raise TopologyError(f"{where}: max_replicas must be at least 1")
+        if op.min_replicas > op.max_replicas:
+            raise TopologyError(
+                f"{where}: min_replicas {op.min_replicas} is above max_replicas {op.max_replicas}"
+            )
+    pairs: set[tuple[str, str]] = set()
+    for e in topo.edges:
+        where = f"topology {topo.name!r}, edge {e.src} -> {e.dst}"
+        for end in (e.src, e.dst):
+            if end != SOURCE and end not in seen:
+                raise TopologyError(f"{where}: unknown operator {end!r}")
+        if e.dst == SOURCE:
+            raise TopologyError(f"{where}: nothing may flow into {SOURCE!r}")
+        if not (math.isfinite(e.fraction) and e.fraction >= 0):
+            raise TopologyError(f"{where}: fraction must be finite and >= 0, got {e.fraction}")
+        if (e.src, e.dst) in pairs:
+            raise TopologyError(f"{where}: declared twice")
+        pairs.add((e.src, e.dst))
+    _toposort(topo)  # raises on a cycle
+    reached = {SOURCE}
+    frontier = [SOURCE]
+    while frontier:
+        node = frontier.pop()
+        for e in topo.edges:
+            if e.src == node and e.dst not in reached:
+                reached.add(e.dst)
+                frontier.append(e.dst)
+    for op in topo.operators:
+        if op.name not in reached:
+            raise TopologyError(
+                f"topology {topo.name!r}, operator {op.name!r}: no path from {SOURCE!r} reaches it"
+            )
+
+
+def _toposort(topo: Topology) -> tuple[str, ...]:
+    indeg = {op.name: 0 for op in topo.operators}
+    for e in topo.edges:
+        if e.src != SOURCE and e.dst in indeg:
+            indeg[e.dst] += 1
+    ready = [n for n in indeg if indeg[n] == 0]
+    out: list[str] = []
+    while ready:
+        node = ready.pop(0)
+        out.append(node)
+        for e in topo.edges:
+            if e.src == node:
+                indeg[e.dst] -= 1
+                if indeg[e.dst] == 0:
+                    ready.append(e.dst)
+    if len(out) != len(indeg):
+        stuck = sorted(n for n in indeg if n not in out)
+        raise TopologyError(f"topology {topo.name!r}: cycle through operators {stuck}")
+    return tuple(out)
+
+
+def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
+    """Build a topology from its YAML/JSON document; errors name ``origin`` and the item."""
+    if not isinstance(doc, Mapping):
+        raise TopologyError(f"{origin}: a topology is a mapping with 'operators' and 'edges'")
+    name = str(doc.get("name") or Path(origin).stem)
+    ops_doc = doc.get("operators")
+    if not isinstance(ops_doc, list) or not ops_doc:
+        raise TopologyError(f"{origin}: 'operators' must be a non-empty list")
+    operators = []
+    for k, od in enumerate(ops_doc):
+        if not isinstance(od, Mapping) or "name" not in od:
+            raise TopologyError(f"{origin}: operators[{k}] needs a 'name'")
+        where = f"{origin}: operator {od['name']!r}"
+        if "et_ms" not in od:
+            raise TopologyError(f"{where}: missing et_ms")
+        try:
+            operators.append(
+                Operator(
+                    name=str(od["name"]),
+                    et_ms=float(od["et_ms"]),
+                    min_replicas=int(od.get("min_replicas", 1)),
+                    max_replicas=int(od.get("max_replicas", 8)),
+                )
+            )
+        except (TypeError, ValueError) as exc:
+            raise TopologyError(f"{where}: {exc}") from exc
+    edges = []
+    for k, ed in enumerate(doc.get("edges") or []):
+        if not isinstance(ed, Mapping) or "from" not in ed or "to" not in ed:
+            raise TopologyError(f"{origin}: edges[{k}] needs 'from' and 'to'")
+        try:
+            fraction = float(ed.get("fraction", 1.0))
+        except (TypeError, ValueError) as exc:
+            raise TopologyError(
+                f"{origin}: edge {ed['from']} -> {ed['to']}: fraction {ed.get('fraction')!r}"
+                " is not a number"
+            ) from exc
+        edges.append(Edge(str(ed["from"]), str(ed["to"]), fraction))
+    return Topology(name, tuple(operators), tuple(edges), str(doc.get("description", "")))
+
+
+def builtin_names() -> list[str]:
+    pkg = resources.files("shared") / "topologies"
+    return sorted(p.name[:-5] for p in pkg.iterdir() if p.name.endswith(".yaml"))
+
+
+def load(name_or_path: str | Path) -> Topology:
+    """Load a built-in topology by name, or a YAML file by path."""
+    path = Path(name_or_path)
+    if path.suffix in {".yaml", ".yml", ".json"} or path.exists():
+        if not path.exists():
+            raise TopologyError(f"topology file {path} does not exist")
+        text = path.read_text()
+        origin = str(path)
+    else:
+        res = resources.files("shared") / "topologies" / f"{name_or_path}.yaml"
+        if not res.is_file():
+            raise TopologyError(
+                f"unknown topology {str(name_or_path)!r}; built in: {', '.join(builtin_names())}"
+            )
+        text = res.read_text()
+        origin = f"builtin:{name_or_path}"
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TopologyError(f"{origin}: not valid YAML: {exc}") from exc
+    return from_dict(doc, origin)
+
+
+def linear(name: str, ops: Iterable[Operator]) -> Topology:
+    """A chain source -> op1 -> op2 -> ... with fraction 1 (handy for tests and benchmarks)."""
+    ops = tuple(ops)
+    prev = SOURCE
+    edges = []
+    for op in ops:
+        edges.append(Edge(prev, op.name, 1.0))
+        prev = op.name
+    return Topology(name, ops, tuple(edges))

@@ -1,0 +1,90 @@
+import pytest
+
+from shared import pa_sps_model as model
+from shared import topology
+from shared.interval_stats import IntervalStats, OperatorStats
+from shared.policies import make_policy
+from shared.topology import Edge, Operator, Topology
+
+pytestmark = pytest.mark.unit
+
+
+def steady_stats(topo, input_events, queued=None, td=1.0, active=None):
+    """Stats of an interval where every operator processed all it received."""
+    queued = queued or {}
+    processed = {"source": input_events}
+    ops = {}
+    for name in topo.order:
+        rfrom = {e.src: processed[e.src] * e.fraction for e in topo.predecessors[name]}
+        recv = sum(rfrom.values())
+        processed[name] = recv
+        ops[name] = OperatorStats(
+            received=recv,
+            processed=recv,
+            queued=queued.get(name, 0.0),
+            received_from=rfrom,
+            active_replicas=(active or {}).get(name, 2),
+        )
+    return IntervalStats(0, td, input_events, ops)
+
+
+def test_fig4_three_operators_same_load_different_et():
+    """Fig. 4: td = 1000 ms, three independent operators predicted to receive the same
+    load, all with 2 replicas during t; Eq. 2 gives 2, 1 and 4 replicas for t+1.
+    (The figure's numbers are an image; 1000 events with et = 2, 1, 4 ms reproduce it.)"""
+    ops = (Operator("O1", 2.0), Operator("O2", 1.0), Operator("O3", 4.0))
+    topo = Topology("fig4", ops, tuple(Edge("source", o.name) for o in ops))
+    policy = make_policy("pa-sps:basic", topo)
+    analysis = policy.analyze(steady_stats(topo, 1000.0, td=1.0))
+    assert analysis.replicas() == {"O1": 2, "O2": 1, "O3": 4}
+
+
+def test_fig6_predicted_received_and_theta4():
+    topo = topology.load("diamond")
+    stats = steady_stats(topo, 100.0)
+    theta = model.operator_thetas(topo, model.edge_thetas(topo, stats))
+    assert theta["O4"] == pytest.approx(0.58)
+    rec = model.predicted_received(100.0, theta)
+    assert [round(rec[n], 6) for n in ("O1", "O2", "O3", "O4")] == [100, 70, 30, 58]
+
+
+def test_eq6_uses_measured_not_declared_fractions():
+    topo = topology.load("diamond")
+    st = steady_stats(topo, 100.0)
+    o2 = st.operators["O2"]
+    # O1 actually sent half of its output to O2 this interval.
+    ops = dict(st.operators)
+    ops["O2"] = OperatorStats(50, 50, 0, {"O1": 50.0})
+    theta = model.edge_thetas(topo, IntervalStats(0, 1.0, 100.0, ops))
+    assert theta[("O1", "O2")] == pytest.approx(0.5)
+    assert o2.received == pytest.approx(70)
+
+
+def test_eq6_falls_back_to_declared_fraction_when_predecessor_idle():
+    topo = topology.load("diamond")
+    st = steady_stats(topo, 0.0)
+    theta = model.edge_thetas(topo, st)
+    assert theta[("O1", "O2")] == pytest.approx(0.7)
+
+
+def test_eq7_propagates_queues_downstream_presps_does_not():
+    topo = topology.linear("chain", [Operator("a", 1.0), Operator("b", 1.0)])
+    st = steady_stats(topo, 100.0, queued={"a": 40.0, "b": 10.0})
+    theta = model.operator_thetas(topo, model.edge_thetas(topo, st))
+    assert model.predicted_queue(topo, st, theta) == {"a": 40.0, "b": 50.0}
+    assert model.predicted_queue(topo, st, theta, propagate=False) == {"a": 40.0, "b": 10.0}
+
+
+def test_pa_sps_adds_queue_to_received_and_rounds_up():
+    topo = topology.linear("chain", [Operator("a", 10.0, 1, 8)])
+    st = steady_stats(topo, 150.0, queued={"a": 60.0})
+    a = make_policy("pa-sps:basic", topo).analyze(st)
+    # (150 received + 60 queued) × 10 ms / 1 s = 2.1 -> 3 replicas
+    assert a.operators["a"].predicted_load == pytest.approx(210.0)
+    assert a.operators["a"].raw_replicas == pytest.approx(2.1)
+    assert a.operators["a"].replicas == 3
+
+
+@pytest.mark.parametrize(("raw", "lo", "hi", "want"), [(2.0000000001, 1, 8, 2), (0.0, 1, 8, 1), (50, 1, 8, 8), (0.2, 0, 8, 1), (0, 0, 8, 0)])
+def test_rounding_within_pool(raw, lo, hi, want):
+    assert model.round_replicas(raw, lo, hi) == want

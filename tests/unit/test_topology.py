@@ -1,0 +1,75 @@
+import math
+
+import pytest
+
+from shared import topology
+from shared.topology import TopologyError, from_dict
+
+pytestmark = pytest.mark.unit
+
+
+def doc(ops=None, edges=None):
+    return {
+        "name": "t",
+        "operators": ops
+        if ops is not None
+        else [{"name": "a", "et_ms": 1.0}, {"name": "b", "et_ms": 2.0}],
+        "edges": edges
+        if edges is not None
+        else [{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": 0.9}],
+    }
+
+
+@pytest.mark.parametrize("name", topology.builtin_names())
+def test_builtins_load(name):
+    t = topology.load(name)
+    assert t.order[0] in t.entry_operators
+    assert t.pool_total > 0
+
+
+def test_builtin_set_is_complete():
+    assert {"twitter", "twitter_complex", "dns", "log", "diamond", "advertising"} <= set(
+        topology.builtin_names()
+    )
+    assert topology.load("twitter").pool_total == 32  # r_over of PA-SPS §4.1.4
+    assert topology.load("twitter_complex").pool_total == 40  # §4.5
+    assert topology.load("dns").pool_total == 12  # §4.6.2
+
+
+def test_diamond_static_theta_is_fig6():
+    t = topology.load("diamond")
+    assert t.static_theta["O4"] == pytest.approx(0.58)
+
+
+@pytest.mark.parametrize(
+    ("d", "needle"),
+    [
+        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "a"}]), "cycle"),
+        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "zz"}]), "'zz'"),
+        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": -0.5}]), "a -> b"),
+        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": math.inf}]), "a -> b"),
+        (doc(edges=[{"from": "source", "to": "a"}]), "operator 'b': no path"),
+        (doc(ops=[{"name": "a"}, {"name": "b", "et_ms": 1}]), "'a': missing et_ms"),
+        (doc(ops=[{"name": "a", "et_ms": 1, "min_replicas": 5, "max_replicas": 2}, {"name": "b", "et_ms": 1}]), "'a': min_replicas 5 is above"),
+        (doc(ops=[{"name": "a", "et_ms": -1}, {"name": "b", "et_ms": 1}]), "'a'"),
+        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": "lots"}]), "a -> b"),
+    ],
+)
+def test_bad_topologies_name_the_culprit(d, needle):
+    with pytest.raises(TopologyError) as err:
+        from_dict(d, "bad.yaml")
+    assert needle in str(err.value)
+
+
+def test_yaml_file_roundtrip(tmp_path):
+    import yaml
+
+    t = topology.load("advertising")
+    f = tmp_path / "ad.yaml"
+    f.write_text(yaml.safe_dump(t.to_dict()))
+    assert topology.load(str(f)) == t
+
+
+def test_unknown_name_lists_builtins():
+    with pytest.raises(TopologyError, match="twitter"):
+        topology.load("nope")
