@@ -124,6 +124,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shed_sim(args: argparse.Namespace) -> int:
+    from shared.las import shed_sim
+
+    setup = shed_sim.Setup(
+        distribution=args.distribution, items=args.items, tuples=args.tuples, wn=args.wn,
+        wmin_ms=args.wmin_ms, wmax_ms=args.wmax_ms, underprovision=args.underprovision,
+        tau_ms=args.tau_ms if args.tau_ms is not None else (64.0 if args.phases else 6.4),
+        window=args.window, tolerance=args.tolerance, delta=args.delta, epsilon=args.epsilon,
+        bootstrap=args.bootstrap,
+    )
+    if args.phases:
+        series = shed_sim.phases(setup, args.seed, args.plot)
+        if args.json:
+            print(json.dumps(series))
+        else:
+            for kind, s in series.items():
+                print(f"{kind:9s} " + " ".join(f"{q:8.1f}" for q in s["window_queuing_ms"]))
+        return 0
+    kinds = shed_sim.SHEDDERS if args.shedder == "all" else (args.shedder,)
+    docs = [shed_sim.summarise_runs(k, setup, args.runs, args.seed) for k in kinds]
+    if args.json:
+        print(json.dumps(docs[0] if len(docs) == 1 else docs))
+    else:
+        for d in docs:
+            print(f"{d['shedder']:9s} queuing {d['avg_queuing_latency_ms']:9.2f} ms  "
+                  f"dropped {d['dropped_ratio']:.4f}  completion "
+                  f"{d['avg_completion_latency_ms']:9.2f} ms")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -158,6 +188,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder (default runs/demo-<time>)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("shed-sim", help="LAS and its baselines in the paper's setup (virtual time)")
+    p.add_argument("--shedder", default="las", choices=["las", "strawman", "baseline", "full", "all"])
+    p.add_argument("--distribution", default="zipf-1.0")
+    p.add_argument("--items", type=int, default=4096)
+    p.add_argument("--tuples", type=int, default=32768)
+    p.add_argument("--wn", type=int, default=64)
+    p.add_argument("--wmin-ms", type=float, default=0.1)
+    p.add_argument("--wmax-ms", type=float, default=6.4)
+    p.add_argument("--underprovision", type=float, default=0.25)
+    p.add_argument("--tau-ms", type=float, help="goal (default 6.4; 64 with --phases)")
+    p.add_argument("--window", type=int, default=1024, help="LAS window N")
+    p.add_argument("--tolerance", type=float, default=0.05, help="LAS tolerance mu")
+    p.add_argument("--delta", type=float, default=0.1)
+    p.add_argument("--epsilon", type=float, default=0.05)
+    p.add_argument("--bootstrap", choices=["mean", "nop"], default="mean",
+                   help="before the first sketch: charge the mean (default) or NOP as Listing 3.2")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--phases", action="store_true", help="the Fig. 6 time series (phases A-G)")
+    p.add_argument("--plot", help="with --phases: PNG of latency and drops per window")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_shed_sim)
 
     for extra in _EXTRA_COMMANDS:
         extra(sub)

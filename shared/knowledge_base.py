@@ -1,0 +1,59 @@
+"""The Redis key layout of the knowledge base (the K of MAPE-K).
+
+Every key lives under one configurable prefix; this module is the only place that spells
+them, so a service written by someone else finds the same keys.
+
+| key                                   | type   | written by          | read by                |
+|---------------------------------------|--------|---------------------|------------------------|
+| {p}:op:{op}:active                    | int    | execute             | dataplane, ingress     |
+| {p}:op:{op}:pool                      | int    | execute (at start)  | dataplane, plan        |
+| {p}:op:{op}:et_ms                     | float  | execute (benchmark) | analyze, ingress       |
+| {p}:op:{op}:util                      | hash   | dataplane           | dataplane (grouping)   |
+| {p}:plan:last_applied                 | int    | execute             | execute (idempotence)  |
+| {p}:plan:applied                      | set    | execute             | execute                |
+| {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
+| {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
+| {p}:las:{op}:deltas                   | list   | dataplane operator  | ingress shedder        |
+| {p}:las:{op}:sync                     | float  | ingress shedder     | dataplane operator     |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Keys:
+    prefix: str = "sps"
+
+    def active(self, op: str) -> str:
+        return f"{self.prefix}:op:{op}:active"
+
+    def pool(self, op: str) -> str:
+        return f"{self.prefix}:op:{op}:pool"
+
+    def et_ms(self, op: str) -> str:
+        return f"{self.prefix}:op:{op}:et_ms"
+
+    def utilisation(self, op: str) -> str:
+        return f"{self.prefix}:op:{op}:util"
+
+    @property
+    def last_plan(self) -> str:
+        return f"{self.prefix}:plan:last_applied"
+
+    @property
+    def applied_plans(self) -> str:
+        return f"{self.prefix}:plan:applied"
+
+    def heartbeat(self, service: str) -> str:
+        return f"{self.prefix}:heartbeat:{service}"
+
+    def las_sketch(self, op: str) -> str:
+        return f"{self.prefix}:las:{op}:sketch"
+
+    def las_deltas(self, op: str) -> str:
+        return f"{self.prefix}:las:{op}:deltas"
+
+    def las_sync(self, op: str) -> str:
+        return f"{self.prefix}:las:{op}:sync"

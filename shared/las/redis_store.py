@@ -1,0 +1,124 @@
+"""LAS over Redis (Figure 1.B): the operator publishes stable (F, W) with a version and
+its hash seeds; the shedder polls the version (one GET-sized call per poll, never per
+tuple) and loads a new pair only when the version moved. Δ replies travel on a list.
+
+Redis 7 from Debian has no probabilistic-structure module, so the matrices are stored as
+raw float64 bytes in one hash, written atomically (MULTI/EXEC).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import numpy as np
+
+from shared.knowledge_base import Keys
+from shared.las.sketch import Hashes, SketchPair
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+
+
+class SketchPublisher:
+    """Operator side: ``publish_sketch`` and ``send_delta`` for ``LasOperator``."""
+
+    def __init__(self, redis: Any, operator: str, keys: Keys | None = None) -> None:
+        self.r = redis
+        self.keys = keys or Keys()
+        self.op = operator
+        self.messages = 0
+
+    def publish_sketch(self, pair: SketchPair) -> int:
+        key = self.keys.las_sketch(self.op)
+        version = int(self.r.hincrby(key, "seq", 1))
+        rows, cols = pair.F.shape
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hset(
+            key,
+            mapping={
+                "format": FORMAT,
+                "version": version,
+                "rows": rows,
+                "cols": cols,
+                "hash_a": json.dumps(pair.hashes.a.tolist()),
+                "hash_b": json.dumps(pair.hashes.b.tolist()),
+                "F": pair.F.astype("<f8").tobytes(),
+                "W": pair.W.astype("<f8").tobytes(),
+            },
+        )
+        pipe.execute()
+        self.messages += 1
+        return version
+
+    def send_delta(self, delta: float) -> None:
+        self.r.rpush(self.keys.las_deltas(self.op), repr(float(delta)))
+        self.messages += 1
+
+
+def decode_sketch(raw: dict[bytes, bytes]) -> tuple[int, SketchPair]:
+    """Validate a stored sketch; raise ValueError saying what is wrong."""
+    def field(name: str) -> bytes:
+        if name.encode() not in raw:
+            raise ValueError(f"field {name!r} missing")
+        return raw[name.encode()]
+
+    fmt = int(field("format"))
+    if fmt != FORMAT:
+        raise ValueError(f"unknown sketch format {fmt} (this build reads {FORMAT})")
+    version = int(field("version"))
+    rows, cols = int(field("rows")), int(field("cols"))
+    a = np.asarray(json.loads(field("hash_a")), dtype=np.int64)
+    b = np.asarray(json.loads(field("hash_b")), dtype=np.int64)
+    if rows < 1 or cols < 1 or a.shape != (rows,) or b.shape != (rows,):
+        raise ValueError(f"shape {rows}x{cols} does not match {len(a)} hash functions")
+    size = rows * cols * 8
+    F_raw, W_raw = field("F"), field("W")
+    if len(F_raw) != size or len(W_raw) != size:
+        raise ValueError(f"matrices truncated: {len(F_raw)}/{len(W_raw)} bytes, want {size}")
+    F = np.frombuffer(F_raw, dtype="<f8").reshape(rows, cols).copy()
+    W = np.frombuffer(W_raw, dtype="<f8").reshape(rows, cols).copy()
+    if not (np.isfinite(F).all() and np.isfinite(W).all()) or (F < 0).any() or (W < 0).any():
+        raise ValueError("matrices hold negative or non-finite cells")
+    return version, SketchPair(Hashes(a, b, cols), F, W)
+
+
+class SketchSubscriber:
+    """Shedder side: ``poll()`` returns a new valid pair, or None. Bad state in Redis is
+    logged and skipped; the caller keeps its last good pair (or stays in NOP)."""
+
+    def __init__(self, redis: Any, operator: str, keys: Keys | None = None) -> None:
+        self.r = redis
+        self.keys = keys or Keys()
+        self.op = operator
+        self.version = 0
+        self.rejected = 0
+        self.reads = 0
+
+    def poll(self) -> SketchPair | None:
+        key = self.keys.las_sketch(self.op)
+        self.reads += 1
+        v = self.r.hget(key, "version")
+        if v is None:
+            return None
+        try:
+            if int(v) == self.version:
+                return None
+            version, pair = decode_sketch(self.r.hgetall(key))
+        except (ValueError, TypeError, json.JSONDecodeError) as exc:
+            self.rejected += 1
+            log.warning("LAS sketch for %s in Redis ignored: %s", self.op, exc)
+            # Do not re-read the same bad version over and over.
+            try:
+                self.version = int(v)
+            except ValueError:
+                pass
+            return None
+        self.version = version
+        return pair
+
+    def deltas(self) -> list[float]:
+        out = self.r.lpop(self.keys.las_deltas(self.op), 1000)
+        self.reads += 1
+        return [float(x) for x in out] if out else []

@@ -1,0 +1,282 @@
+"""The shedding simulator of LAS §5.1-5.2, in virtual time (no busy waiting).
+
+One operator instance serves admitted tuples FIFO; tuple i arriving at a_i starts at
+max(a_i, previous finish) and runs w(t_i). Messages from the operator (a stable sketch, a
+Δ reply) reach the shedder at the completion time of the tuple that caused them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shared.las.operator_side import LasOperator
+from shared.las.shedder import (
+    AverageQueuingLatency,
+    BaseLineShedder,
+    FullKnowledgeShedder,
+    LasShedder,
+    Shedder,
+    StrawManShedder,
+)
+from shared.las.sketch import SketchPair
+
+SHEDDERS = ("las", "strawman", "baseline", "full")
+DISTRIBUTIONS = ("uniform", "zipf-0.5", "zipf-1.0", "zipf-1.5", "zipf-2.0", "zipf-2.5", "zipf-3.0")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """§5.1 defaults (the time-series scenario of Fig. 6 uses τ = 64 ms)."""
+
+    distribution: str = "zipf-1.0"
+    items: int = 4096
+    tuples: int = 32768
+    wn: int = 64
+    wmin_ms: float = 0.1
+    wmax_ms: float = 6.4
+    underprovision: float = 0.25
+    tau_ms: float = 6.4
+    window: int = 1024  # N
+    tolerance: float = 0.05  # μ
+    delta: float = 0.1
+    epsilon: float = 0.05
+    bootstrap: str = "mean"  # "nop": Listing 3.2 exactly; "mean": charge W̄ until a sketch
+
+    def __post_init__(self) -> None:
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution {self.distribution!r}: choose from {DISTRIBUTIONS}")
+        if self.items < self.wn or self.wn < 1:
+            raise ValueError("need items >= wn >= 1")
+        if not 0 < self.wmin_ms <= self.wmax_ms:
+            raise ValueError("need 0 < wmin <= wmax")
+        if self.underprovision >= 1:
+            raise ValueError("under-provisioning must be below 1 (100 %)")
+
+
+@dataclass
+class Stream:
+    keys: np.ndarray  # item per tuple
+    arrivals: np.ndarray  # seconds
+    durations: np.ndarray  # w(t) seconds, per tuple (phases may change it)
+    duration_of_item: np.ndarray  # base w per item
+    mean_duration: float  # W̄ of the base stream
+
+
+def item_probabilities(distribution: str, n: int) -> np.ndarray:
+    if distribution == "uniform":
+        return np.full(n, 1.0 / n)
+    alpha = float(distribution.split("-", 1)[1])
+    p = 1.0 / np.arange(1, n + 1) ** alpha
+    return p / p.sum()
+
+
+def associate(setup: Setup, rng: np.random.Generator) -> np.ndarray:
+    """§5.1: for each of the wn durations, n/wn items picked uniformly at random."""
+    values = np.linspace(setup.wmin_ms, setup.wmax_ms, setup.wn) / 1000.0
+    perm = rng.permutation(setup.items)
+    w = np.empty(setup.items)
+    for k, chunk in enumerate(np.array_split(perm, setup.wn)):
+        w[chunk] = values[k]
+    return w
+
+
+def make_stream(setup: Setup, seed: int) -> Stream:
+    rng = np.random.default_rng(seed)
+    w_item = associate(setup, rng)
+    p = item_probabilities(setup.distribution, setup.items)
+    keys = rng.choice(setup.items, size=setup.tuples, p=p)
+    durations = w_item[keys]
+    mean = float(durations.mean())
+    gap = mean * (1.0 - setup.underprovision)
+    arrivals = np.arange(setup.tuples) * gap
+    return Stream(keys, arrivals, durations, w_item, mean)
+
+
+def make_phase_stream(setup: Setup, seed: int, per_phase: int = 20_000) -> Stream:
+    """Fig. 6: phases A-G of ``per_phase`` tuples each."""
+    rng = np.random.default_rng(seed)
+    w_item = associate(setup, rng)
+    p = item_probabilities(setup.distribution, setup.items)
+    n = 7 * per_phase
+    keys = rng.choice(setup.items, size=n, p=p)
+    durations = w_item[keys].copy()
+    base_mean = float(durations[:per_phase].mean())
+    under = [0.0, 0.5, 0.0, 0.0, -0.5, 0.0, 0.0]
+    # D: swap the most frequent item (0) with a less frequent one whose w is w_max.
+    heavy = int(np.flatnonzero(np.isclose(w_item, w_item.max()))[-1])
+    d0, d1 = 3 * per_phase, 7 * per_phase
+    seg = keys[d0:d1]
+    zero, other = seg == 0, seg == heavy
+    seg[zero], seg[other] = heavy, 0
+    keys[d0:d1] = seg
+    swapped = w_item.copy()
+    swapped[0], swapped[heavy] = w_item[heavy], w_item[0]
+    durations[d0:] = swapped[keys[d0:]]
+    durations[5 * per_phase : 6 * per_phase] *= 2.0  # F: the operator slows down 2x
+    gaps = np.concatenate([np.full(per_phase, base_mean * (1 - u)) for u in under])
+    arrivals = np.concatenate([[0.0], np.cumsum(gaps[:-1])])
+    return Stream(keys, arrivals, durations, w_item, base_mean)
+
+
+@dataclass
+class Outcome:
+    shedder: str
+    dropped: np.ndarray  # bool per tuple
+    queuing: np.ndarray  # seconds, per tuple (nan when dropped)
+    completion: np.ndarray
+    sketches: int = 0
+    deltas: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, float]:
+        kept = ~self.dropped
+        return {
+            "avg_queuing_latency_ms": 1000 * float(np.nanmean(self.queuing[kept])) if kept.any() else 0.0,
+            "dropped_ratio": float(self.dropped.mean()),
+            "avg_completion_latency_ms": 1000 * float(np.nanmean(self.completion[kept])) if kept.any() else 0.0,
+        }
+
+    def windows(self, size: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+        """Per jumping window: mean queuing latency (ms) of admitted tuples, dropped ratio."""
+        q, d = [], []
+        for s in range(0, len(self.dropped), size):
+            kept = ~self.dropped[s : s + size]
+            qq = self.queuing[s : s + size][kept]
+            q.append(1000 * float(qq.mean()) if len(qq) else 0.0)
+            d.append(float(self.dropped[s : s + size].mean()))
+        return np.asarray(q), np.asarray(d)
+
+
+def build_shedder(kind: str, setup: Setup, stream: Stream, seed: int) -> Shedder:
+    goal = AverageQueuingLatency(setup.tau_ms / 1000.0)
+    if kind == "las":
+        boot = stream.mean_duration if setup.bootstrap == "mean" else None
+        return LasShedder(goal, epsilon=setup.epsilon, bootstrap_mean=boot)
+    if kind == "strawman":
+        return StrawManShedder(goal, stream.mean_duration)
+    if kind == "full":
+        # Exact w(t) per tuple, phases included: look it up by position.
+        return FullKnowledgeShedder(goal, lambda idx: stream.durations[idx])
+    if kind == "baseline":
+        return BaseLineShedder(setup.underprovision, seed=seed)
+    raise ValueError(f"unknown shedder {kind!r}; choose from {SHEDDERS}")
+
+
+def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int = 32) -> Outcome:
+    shedder = build_shedder(kind, setup, stream, seed)
+    m = len(stream.keys)
+    dropped = np.zeros(m, dtype=bool)
+    queuing = np.full(m, np.nan)
+    completion = np.full(m, np.nan)
+    inbox: list[tuple[float, int, str, object]] = []  # (deliver_at, seq, kind, payload)
+    seq = 0
+
+    def post(at: float, what: str, payload: object) -> None:
+        nonlocal seq
+        heapq.heappush(inbox, (at, seq, what, payload))
+        seq += 1
+
+    operator: LasOperator | None = None
+    now_finish = [0.0]
+    if isinstance(shedder, LasShedder):
+        operator = LasOperator(
+            publish_sketch=lambda pair: post(now_finish[0], "sketch", pair),
+            send_delta=lambda d: post(now_finish[0], "delta", d),
+            delta=setup.delta, epsilon=setup.epsilon, window=setup.window,
+            tolerance=setup.tolerance, seed=seed,
+        )
+    piggy: dict[int, float] = {}
+    las = shedder if isinstance(shedder, LasShedder) else None
+    if las is not None:
+        base = [0]
+        las.on_piggyback = lambda k, c: piggy.__setitem__(base[0] + k, c)
+    # Full Knowledge looks durations up by tuple index, so it is fed indices as keys.
+    feed_index = isinstance(shedder, FullKnowledgeShedder)
+    finish = 0.0
+    t0 = float(stream.arrivals[0])
+    for s in range(0, m, chunk):
+        e = min(m, s + chunk)
+        a_s = float(stream.arrivals[s])
+        while inbox and inbox[0][0] <= a_s:
+            _, _, what, payload = heapq.heappop(inbox)
+            if las is not None and what == "sketch":
+                assert isinstance(payload, SketchPair)
+                las.receive_sketch(payload)
+            elif las is not None and what == "delta":
+                las.apply_delta(float(payload))  # type: ignore[arg-type]
+        if las is not None:
+            base[0] = s
+        keys = np.arange(s, e) if feed_index else stream.keys[s:e]
+        decisions = shedder.shed_batch(keys, stream.arrivals[s:e])
+        dropped[s:e] = decisions
+        for i in range(s, e):
+            if decisions[i - s]:
+                continue
+            a = float(stream.arrivals[i])
+            start = finish if finish > a else a
+            w = float(stream.durations[i])
+            finish = start + w
+            queuing[i] = start - a
+            completion[i] = finish - a
+            if operator is not None:
+                now_finish[0] = finish
+                operator.update(int(stream.keys[i]), w, piggy.pop(i, None), completed_at=finish - t0)
+    out = Outcome(kind, dropped, queuing, completion)
+    if operator is not None:
+        out.sketches = operator.sketches_sent
+        out.deltas = seq - operator.sketches_sent
+    return out
+
+
+def summarise_runs(kind: str, setup: Setup, runs: int, seed: int) -> dict[str, Any]:
+    """Mean, min and max of each figure over ``runs`` streams (seeds seed..seed+runs-1)."""
+    rows = [run(kind, setup, make_stream(setup, seed + k), seed + k).summary() for k in range(runs)]
+    out: dict[str, Any] = {"shedder": kind, "runs": runs}
+    for key in rows[0]:
+        vals = [r[key] for r in rows]
+        out[key] = float(np.mean(vals))
+        if runs > 1:
+            out[f"{key}_min"] = float(np.min(vals))
+            out[f"{key}_max"] = float(np.max(vals))
+    return out
+
+
+def phases(setup: Setup, seed: int, plot: str | None = None) -> dict[str, Any]:
+    """Fig. 6: per window of 4,000 tuples, the four shedders' queuing latency and drops."""
+    stream = make_phase_stream(setup, seed)
+    series: dict[str, Any] = {}
+    for kind in SHEDDERS:
+        o = run(kind, setup, stream, seed)
+        q, d = o.windows(4000)
+        series[kind] = {**o.summary(), "window_queuing_ms": q.tolist(),
+                        "window_dropped_ratio": d.tolist()}
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
+        for kind, s in series.items():
+            x = np.arange(1, len(s["window_dropped_ratio"]) + 1) * 4000
+            ax1.plot(x, s["window_queuing_ms"], marker=".", label=kind)
+            ax2.plot(x, s["window_dropped_ratio"], marker=".", label=kind)
+        ax1.set_yscale("log")
+        ax1.axhline(setup.tau_ms, color="grey", ls="--", lw=0.8)
+        ax1.set_ylabel("avg queuing latency (ms)")
+        ax2.set_ylabel("dropped ratio")
+        for ax in (ax1, ax2):
+            ax.set_xlabel("tuples")
+            for k, name in enumerate("ABCDEFG"):
+                ax.axvline(k * 20000, color="lightgrey", lw=0.6)
+                ax.text(k * 20000 + 8000, ax.get_ylim()[1], name, va="top", fontsize=8)
+        ax2.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+        plt.close(fig)
+    return series

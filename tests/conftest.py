@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import servers
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    with servers.redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_client(redis_url):
+    """A client on a flushed database: the server lives per session, state per test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.close()
