@@ -67,3 +67,16 @@ def test_bad_samples_refused(bad):
 def test_unknown_predictor():
     with pytest.raises(ValueError, match="choose from"):
         make_predictor("oracle")
+
+
+def test_flat_forest_matches_scikit_learn():
+    from sklearn.ensemble import RandomForestRegressor
+
+    from shared.predictors import _FlatForest
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((90, 10)), rng.random(90)
+    forest = RandomForestRegressor(random_state=0).fit(X, y)
+    flat = _FlatForest(forest)
+    for q in rng.random((20, 1, 10)):
+        assert flat.predict(q)[0] == pytest.approx(forest.predict(q)[0], rel=1e-9)
