@@ -47,11 +47,15 @@ def main() -> None:
     setup = shed_sim.Setup()
     stream = shed_sim.make_stream(setup, 0)
     t_sim = best_of(lambda: shed_sim.run("las", setup, stream, 0))
-    print(json.dumps({
-        "operator_updates_per_s": round(n / t_op),
-        "shedder_decisions_per_s": round(n / t_shed),
-        "shed_sim_default_run_s": round(t_sim, 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "operator_updates_per_s": round(n / t_op),
+                "shedder_decisions_per_s": round(n / t_shed),
+                "shed_sim_default_run_s": round(t_sim, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,10 +39,18 @@ def main() -> None:
         t0 = time.perf_counter()
         res = simulate(topo, arrivals, policy, 1.0)
         dt = time.perf_counter() - t0
-        print(json.dumps({"trace": trace.name, "intervals": len(arrivals), "predictor": pred,
-                          "seconds": round(dt, 2),
-                          "processed_ratio": round(res.metrics.processed_ratio, 5),
-                          "saved_resources": round(res.metrics.saved_resources, 3)}))
+        print(
+            json.dumps(
+                {
+                    "trace": trace.name,
+                    "intervals": len(arrivals),
+                    "predictor": pred,
+                    "seconds": round(dt, 2),
+                    "processed_ratio": round(res.metrics.processed_ratio, 5),
+                    "saved_resources": round(res.metrics.saved_resources, 3),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

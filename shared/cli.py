@@ -17,6 +17,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slot-seconds", type=float, default=1.0, help="seconds per trace row")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=int, help="global cap on active replicas (Stela ETP)")
+    p.add_argument("--budget-schedule", help="on-demand budget changes, e.g. 0:32,1200:16 (s:N)")
     p.add_argument("--retrain-every", type=int, help="ANN/RF: refit every N intervals")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", help="write a PNG of input, throughput and replicas")
@@ -47,11 +48,39 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     }
     if args.budget is not None and args.budget < 0:
         raise ValueError(f"--budget must be >= 0, got {args.budget}")
+    budget_at = _budget_schedule(args.budget_schedule, args.td, args.budget)
     results = []
     for spec in specs:
         policy = make_policy(spec, topo, **opts)
-        results.append(simulate(topo, arrivals, policy, args.td, budget=args.budget))
+        results.append(
+            simulate(topo, arrivals, policy, args.td, budget=args.budget, budget_at=budget_at)
+        )
     return results
+
+
+def _budget_schedule(text: str | None, td: float, default: int | None) -> Any:
+    """``0:32,1200:16`` -> a function of the interval index giving the budget in force."""
+    if not text:
+        return None
+    steps = []
+    for part in text.split(","):
+        at, _, n = part.partition(":")
+        try:
+            steps.append((float(at), int(n)))
+        except ValueError:
+            raise ValueError(f"--budget-schedule: {part!r} is not SECONDS:REPLICAS") from None
+        if steps[-1][1] < 0:
+            raise ValueError(f"--budget-schedule: negative budget in {part!r}")
+    steps.sort()
+
+    def budget_at(t: int) -> int | None:
+        cur = default
+        for start, n in steps:
+            if t * td >= start:
+                cur = n
+        return cur
+
+    return budget_at
 
 
 def _emit(args: argparse.Namespace, results: list[Any], as_list: bool) -> None:
@@ -114,9 +143,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     run_dir = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
     ns = argparse.Namespace(
-        topology=args.topology, trace=args.trace, td=1.0, peak_rate=None, slot_seconds=1.0,
-        seed=0, budget=None, retrain_every=None, json=args.json,
-        plot=str(run_dir / "compare.png"), policies=None,
+        topology=args.topology,
+        trace=args.trace,
+        td=1.0,
+        peak_rate=None,
+        slot_seconds=1.0,
+        seed=0,
+        budget=None,
+        retrain_every=None,
+        json=args.json,
+        plot=str(run_dir / "compare.png"),
+        policies=None,
     )
     cmd_compare(ns)
     if not args.json:
@@ -128,10 +165,18 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
     from shared.las import shed_sim
 
     setup = shed_sim.Setup(
-        distribution=args.distribution, items=args.items, tuples=args.tuples, wn=args.wn,
-        wmin_ms=args.wmin_ms, wmax_ms=args.wmax_ms, underprovision=args.underprovision,
+        distribution=args.distribution,
+        items=args.items,
+        tuples=args.tuples,
+        wn=args.wn,
+        wmin_ms=args.wmin_ms,
+        wmax_ms=args.wmax_ms,
+        underprovision=args.underprovision,
         tau_ms=args.tau_ms if args.tau_ms is not None else (64.0 if args.phases else 6.4),
-        window=args.window, tolerance=args.tolerance, delta=args.delta, epsilon=args.epsilon,
+        window=args.window,
+        tolerance=args.tolerance,
+        delta=args.delta,
+        epsilon=args.epsilon,
         bootstrap=args.bootstrap,
     )
     if args.phases:
@@ -148,9 +193,11 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
         print(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:
         for d in docs:
-            print(f"{d['shedder']:9s} queuing {d['avg_queuing_latency_ms']:9.2f} ms  "
-                  f"dropped {d['dropped_ratio']:.4f}  completion "
-                  f"{d['avg_completion_latency_ms']:9.2f} ms")
+            print(
+                f"{d['shedder']:9s} queuing {d['avg_queuing_latency_ms']:9.2f} ms  "
+                f"dropped {d['dropped_ratio']:.4f}  completion "
+                f"{d['avg_completion_latency_ms']:9.2f} ms"
+            )
     return 0
 
 
@@ -190,7 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("shed-sim", help="LAS and its baselines in the paper's setup (virtual time)")
-    p.add_argument("--shedder", default="las", choices=["las", "strawman", "baseline", "full", "all"])
+    p.add_argument(
+        "--shedder", default="las", choices=["las", "strawman", "baseline", "full", "all"]
+    )
     p.add_argument("--distribution", default="zipf-1.0")
     p.add_argument("--items", type=int, default=4096)
     p.add_argument("--tuples", type=int, default=32768)
@@ -203,8 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerance", type=float, default=0.05, help="LAS tolerance mu")
     p.add_argument("--delta", type=float, default=0.1)
     p.add_argument("--epsilon", type=float, default=0.05)
-    p.add_argument("--bootstrap", choices=["mean", "nop"], default="mean",
-                   help="before the first sketch: charge the mean (default) or NOP as Listing 3.2")
+    p.add_argument(
+        "--bootstrap",
+        choices=["mean", "nop"],
+        default="mean",
+        help="before the first sketch: charge the mean (default) or NOP as Listing 3.2",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--phases", action="store_true", help="the Fig. 6 time series (phases A-G)")

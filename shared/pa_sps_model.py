@@ -41,7 +41,9 @@ def edge_thetas(topo: Topology, stats: IntervalStats) -> dict[tuple[str, str], f
     return out
 
 
-def operator_thetas(topo: Topology, edge_theta: Mapping[tuple[str, str], float]) -> dict[str, float]:
+def operator_thetas(
+    topo: Topology, edge_theta: Mapping[tuple[str, str], float]
+) -> dict[str, float]:
     """Eq. 5: θ_i(t) = Σ_p θ_i^p(t) × θ_p(t), with θ_source = 1, computed source-first."""
     theta: dict[str, float] = {SOURCE: 1.0}
     for name in topo.order:

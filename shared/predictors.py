@@ -216,5 +216,7 @@ def make_predictor(name: str, **kwargs: Any) -> Predictor:
     try:
         cls = PREDICTORS[name]
     except KeyError:
-        raise ValueError(f"unknown predictor {name!r}; choose from {', '.join(PREDICTORS)}") from None
+        raise ValueError(
+            f"unknown predictor {name!r}; choose from {', '.join(PREDICTORS)}"
+        ) from None
     return cls(**kwargs)

@@ -51,9 +51,13 @@ def plot(results: Sequence[SimulationResult], path: str | Path) -> None:
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
     first = results[0]
     t = np.arange(len(first.series.input_events)) * first.td
-    ax1.plot(t, np.asarray(first.series.input_events) / first.td, color="black", lw=1, label="input")
+    ax1.plot(
+        t, np.asarray(first.series.input_events) / first.td, color="black", lw=1, label="input"
+    )
     for r in results:
-        ax1.plot(t, np.asarray(r.series.entry_processed) / r.td, lw=0.8, label=f"{r.policy} throughput")
+        ax1.plot(
+            t, np.asarray(r.series.entry_processed) / r.td, lw=0.8, label=f"{r.policy} throughput"
+        )
         ax2.plot(t, r.series.total_replicas(), lw=0.8, label=r.policy)
     ax1.set_ylabel("events/s")
     ax1.legend(fontsize=7, loc="upper right")

@@ -42,7 +42,9 @@ def summarise(topo: Topology, s: Series) -> RunMetrics:
     recv = np.asarray(s.received)
     proc = np.asarray(s.processed)
     busy = recv > 0
-    degradation = float(np.mean(np.abs(recv[busy] - proc[busy]) / recv[busy])) if busy.any() else 0.0
+    degradation = (
+        float(np.mean(np.abs(recv[busy] - proc[busy]) / recv[busy])) if busy.any() else 0.0
+    )
     sink = np.asarray(s.sink_processed)
     lat = np.asarray(s.latency_ms)
     latency = float((lat * sink).sum() / sink.sum()) if sink.sum() > 0 else 0.0

@@ -99,7 +99,7 @@ def scale_in(
         if not candidates:
             break
 
-        def key(n: str) -> tuple[float, float]:
+        def key(n: str, fl: Flow = fl, scores: dict[str, float] = scores) -> tuple[float, float]:
             remaining_cap = (current[n] - 1) / topo[n].et_s
             util = fl.inflow[n] / remaining_cap if remaining_cap > 0 else float("inf")
             return (scores[n], util)

@@ -92,7 +92,9 @@ def load_csv(path: str | Path, slot_s: float = 1.0) -> Trace:
                     f"trace {path}, line {lineno}: value {row[vcol]!r} is not a number"
                 ) from None
             if not math.isfinite(v) or v < 0:
-                raise TraceError(f"trace {path}, line {lineno}: value {v} is negative or not finite")
+                raise TraceError(
+                    f"trace {path}, line {lineno}: value {v} is negative or not finite"
+                )
             values.append(v)
     if not values:
         raise TraceError(f"trace {path}: no data rows after the header")

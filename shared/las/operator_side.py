@@ -57,8 +57,13 @@ class LasOperator:
         self._send_delta = send_delta
         self.sketches_sent = 0
 
-    def update(self, key: int, duration: float, c_hat: float | None = None,
-               completed_at: float | None = None) -> None:
+    def update(
+        self,
+        key: int,
+        duration: float,
+        c_hat: float | None = None,
+        completed_at: float | None = None,
+    ) -> None:
         """Listing 3.1 UPDATE for one executed tuple.
 
         ``completed_at`` is the tuple's completion time on the shedder's clock when the

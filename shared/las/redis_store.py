@@ -8,6 +8,7 @@ raw float64 bytes in one hash, written atomically (MULTI/EXEC).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from typing import Any
@@ -59,6 +60,7 @@ class SketchPublisher:
 
 def decode_sketch(raw: dict[bytes, bytes]) -> tuple[int, SketchPair]:
     """Validate a stored sketch; raise ValueError saying what is wrong."""
+
     def field(name: str) -> bytes:
         if name.encode() not in raw:
             raise ValueError(f"field {name!r} missing")
@@ -110,10 +112,8 @@ class SketchSubscriber:
             self.rejected += 1
             log.warning("LAS sketch for %s in Redis ignored: %s", self.op, exc)
             # Do not re-read the same bad version over and over.
-            try:
+            with contextlib.suppress(ValueError):
                 self.version = int(v)
-            except ValueError:
-                pass
             return None
         self.version = version
         return pair

@@ -8,7 +8,6 @@ max(a_i, previous finish) and runs w(t_i). Messages from the operator (a stable 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,9 +135,13 @@ class Outcome:
     def summary(self) -> dict[str, float]:
         kept = ~self.dropped
         return {
-            "avg_queuing_latency_ms": 1000 * float(np.nanmean(self.queuing[kept])) if kept.any() else 0.0,
+            "avg_queuing_latency_ms": 1000 * float(np.nanmean(self.queuing[kept]))
+            if kept.any()
+            else 0.0,
             "dropped_ratio": float(self.dropped.mean()),
-            "avg_completion_latency_ms": 1000 * float(np.nanmean(self.completion[kept])) if kept.any() else 0.0,
+            "avg_completion_latency_ms": 1000 * float(np.nanmean(self.completion[kept]))
+            if kept.any()
+            else 0.0,
         }
 
     def windows(self, size: int = 4000) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +190,11 @@ def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int = 32) -> 
         operator = LasOperator(
             publish_sketch=lambda pair: post(now_finish[0], "sketch", pair),
             send_delta=lambda d: post(now_finish[0], "delta", d),
-            delta=setup.delta, epsilon=setup.epsilon, window=setup.window,
-            tolerance=setup.tolerance, seed=seed,
+            delta=setup.delta,
+            epsilon=setup.epsilon,
+            window=setup.window,
+            tolerance=setup.tolerance,
+            seed=seed,
         )
     piggy: dict[int, float] = {}
     las = shedder if isinstance(shedder, LasShedder) else None
@@ -225,7 +231,9 @@ def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int = 32) -> 
             completion[i] = finish - a
             if operator is not None:
                 now_finish[0] = finish
-                operator.update(int(stream.keys[i]), w, piggy.pop(i, None), completed_at=finish - t0)
+                operator.update(
+                    int(stream.keys[i]), w, piggy.pop(i, None), completed_at=finish - t0
+                )
     out = Outcome(kind, dropped, queuing, completion)
     if operator is not None:
         out.sketches = operator.sketches_sent
@@ -253,8 +261,11 @@ def phases(setup: Setup, seed: int, plot: str | None = None) -> dict[str, Any]:
     for kind in SHEDDERS:
         o = run(kind, setup, stream, seed)
         q, d = o.windows(4000)
-        series[kind] = {**o.summary(), "window_queuing_ms": q.tolist(),
-                        "window_dropped_ratio": d.tolist()}
+        series[kind] = {
+            **o.summary(),
+            "window_queuing_ms": q.tolist(),
+            "window_dropped_ratio": d.tolist(),
+        }
     if plot:
         import matplotlib
 

@@ -199,8 +199,9 @@ class FullKnowledgeShedder(CostModelShedder):
 
     name = "full"
 
-    def __init__(self, goal: LatencyGoal, duration_of: Callable[[np.ndarray], np.ndarray],
-                 replicas: int = 1) -> None:
+    def __init__(
+        self, goal: LatencyGoal, duration_of: Callable[[np.ndarray], np.ndarray], replicas: int = 1
+    ) -> None:
         super().__init__(goal, replicas=replicas)
         self.duration_of = duration_of
 

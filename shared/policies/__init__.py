@@ -56,16 +56,41 @@ _FACTORIES: dict[str, Callable[[Topology, str | None, dict[str, Any]], Policy]] 
 }
 
 
+def _with_budget(opts: dict[str, Any]) -> int | None:
+    b = opts.get("budget")
+    return int(b) if b is not None else None
+
+
+def _register_others() -> None:
+    from shared.policies.autoscale import Autoscale, AutoscaleParams
+    from shared.policies.ds2 import DS2, DS2Params
+    from shared.policies.lag import LagPolicy
+    from shared.policies.reactive import Reactive
+    from shared.policies.stela_policy import StelaPolicy
+
+    def autoscale(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+        params = AutoscaleParams(combine=arg) if arg else AutoscaleParams()
+        return Autoscale(topo, params)
+
+    _FACTORIES["autoscale"] = autoscale
+    _FACTORIES["stela"] = lambda topo, arg, opts: StelaPolicy(topo, _with_budget(opts))
+    _FACTORIES["ds2"] = lambda topo, arg, opts: DS2(topo, DS2Params())
+    _FACTORIES["lag"] = lambda topo, arg, opts: LagPolicy(topo, float(arg) if arg else 1000.0)
+    _FACTORIES["reactive"] = lambda topo, arg, opts: Reactive(topo)
+
+
 def register(name: str, factory: Callable[[Topology, str | None, dict[str, Any]], Policy]) -> None:
     _FACTORIES[name] = factory
 
 
 def policy_names() -> list[str]:
+    _register_others()
     return list(_FACTORIES)
 
 
 def make_policy(spec: str, topo: Topology, **opts: Any) -> Policy:
     """``spec`` is ``name`` or ``name:arg`` (a predictor for pa-sps, a count for static)."""
+    _register_others()
     name, _, arg = spec.partition(":")
     try:
         factory = _FACTORIES[name]
@@ -78,6 +103,7 @@ def make_policy(spec: str, topo: Topology, **opts: Any) -> Policy:
 
 def default_comparison() -> list[str]:
     """Every policy, PA-SPS once per predictor, plus the paper's static r = 1, 4, 8."""
+    _register_others()
     specs = [f"pa-sps:{p}" for p in ("basic", "lr", "fft", "ann", "rf")] + ["presps"]
     specs += [n for n in _FACTORIES if n not in ("pa-sps", "presps", "static")]
     return [*specs, "static:1", "static:4", "static:8"]

@@ -42,7 +42,7 @@ class PASPS:
 
 
 def pa_sps(topology: Topology, predictor: str = "lr", **predictor_args: object) -> PASPS:
-    return PASPS(topology, make_predictor(predictor, **predictor_args))  # type: ignore[arg-type]
+    return PASPS(topology, make_predictor(predictor, **predictor_args))
 
 
 def presps(topology: Topology) -> PASPS:

@@ -40,8 +40,9 @@ def pair(rows=2, cols=8, seed=0):
 def test_shedder_picks_up_each_new_version_from_another_process(redis_url, redis_client):
     sub = SketchSubscriber(redis_client, "classify")
     shedder = LasShedder(AverageQueuingLatency(0.01))
-    proc = subprocess.Popen([sys.executable, "-c", OPERATOR_SCRIPT, redis_url],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", OPERATOR_SCRIPT, redis_url], stdout=subprocess.PIPE, text=True
+    )
     seen = []
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
@@ -101,6 +102,8 @@ def test_redis_traffic_is_order_m_over_n(redis_client):
     keys = rng.integers(0, 500, size=m)
     op.update_batch(keys, 0.001 * (1 + keys % 5))
     stats = redis_client.info("commandstats")
-    writes = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("hset", "hincrby", "rpush"))
+    writes = sum(
+        stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("hset", "hincrby", "rpush")
+    )
     assert pub.messages >= 1
     assert writes <= 3 * m / 1024

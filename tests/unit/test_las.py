@@ -39,8 +39,15 @@ class Recorder:
 
 def operator(window=4, tolerance=0.05):
     rec = Recorder()
-    op = LasOperator(rec.sketches.append, rec.deltas.append, delta=0.25, epsilon=0.7,
-                     window=window, tolerance=tolerance, seed=0)
+    op = LasOperator(
+        rec.sketches.append,
+        rec.deltas.append,
+        delta=0.25,
+        epsilon=0.7,
+        window=window,
+        tolerance=tolerance,
+        seed=0,
+    )
     return op, rec
 
 
@@ -68,9 +75,9 @@ def test_operator_publishes_when_stable_and_resets():
 
 def test_operator_stays_stabilizing_while_durations_move():
     op, rec = operator(window=4)
-    for k in range(4):
+    for _ in range(4):
         op.update(1, 1.0)
-    for k in range(5):
+    for _ in range(5):
         op.update(1, 50.0)  # W/F drifts far from S
     assert op.state is OperatorState.STABILIZING  # Figure 2.B
     assert rec.sketches == []

@@ -85,6 +85,9 @@ def test_pa_sps_adds_queue_to_received_and_rounds_up():
     assert a.operators["a"].replicas == 3
 
 
-@pytest.mark.parametrize(("raw", "lo", "hi", "want"), [(2.0000000001, 1, 8, 2), (0.0, 1, 8, 1), (50, 1, 8, 8), (0.2, 0, 8, 1), (0, 0, 8, 0)])
+@pytest.mark.parametrize(
+    ("raw", "lo", "hi", "want"),
+    [(2.0000000001, 1, 8, 2), (0.0, 1, 8, 1), (50, 1, 8, 8), (0.2, 0, 8, 1), (0, 0, 8, 0)],
+)
 def test_rounding_within_pool(raw, lo, hi, want):
     assert model.round_replicas(raw, lo, hi) == want

@@ -52,19 +52,51 @@ def test_budget_caps_total_replicas():
 
 
 def test_cli_simulate_json(capsys):
-    rc = main(["simulate", "--topology", "twitter", "--trace", "short-spikes", "--policy", "pa-sps",
-               "--predictor", "lr", "--td", "1", "--json"])
+    rc = main(
+        [
+            "simulate",
+            "--topology",
+            "twitter",
+            "--trace",
+            "short-spikes",
+            "--policy",
+            "pa-sps",
+            "--predictor",
+            "lr",
+            "--td",
+            "1",
+            "--json",
+        ]
+    )
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    for key in ("saved_resources", "throughput_degradation", "processed_ratio", "latency_ms",
-                "error_input", "error_replica", "replicas_mean", "replicas_max"):
+    for key in (
+        "saved_resources",
+        "throughput_degradation",
+        "processed_ratio",
+        "latency_ms",
+        "error_input",
+        "error_replica",
+        "replicas_mean",
+        "replicas_max",
+    ):
         assert key in doc
 
 
 def test_cli_compare_and_plot(tmp_path, capsys):
     png = tmp_path / "run.png"
-    rc = main(["compare", "--trace", "short-spikes", "--policies", "pa-sps:lr,static:8",
-               "--json", "--plot", str(png)])
+    rc = main(
+        [
+            "compare",
+            "--trace",
+            "short-spikes",
+            "--policies",
+            "pa-sps:lr,static:8",
+            "--json",
+            "--plot",
+            str(png),
+        ]
+    )
     assert rc == 0
     docs = json.loads(capsys.readouterr().out)
     assert [d["policy"] for d in docs] == ["pa-sps:lr", "static:8"]

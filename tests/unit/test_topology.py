@@ -44,15 +44,48 @@ def test_diamond_static_theta_is_fig6():
 @pytest.mark.parametrize(
     ("d", "needle"),
     [
-        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "a"}]), "cycle"),
+        (
+            doc(
+                edges=[
+                    {"from": "source", "to": "a"},
+                    {"from": "a", "to": "b"},
+                    {"from": "b", "to": "a"},
+                ]
+            ),
+            "cycle",
+        ),
         (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "zz"}]), "'zz'"),
-        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": -0.5}]), "a -> b"),
-        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": math.inf}]), "a -> b"),
+        (
+            doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": -0.5}]),
+            "a -> b",
+        ),
+        (
+            doc(
+                edges=[
+                    {"from": "source", "to": "a"},
+                    {"from": "a", "to": "b", "fraction": math.inf},
+                ]
+            ),
+            "a -> b",
+        ),
         (doc(edges=[{"from": "source", "to": "a"}]), "operator 'b': no path"),
         (doc(ops=[{"name": "a"}, {"name": "b", "et_ms": 1}]), "'a': missing et_ms"),
-        (doc(ops=[{"name": "a", "et_ms": 1, "min_replicas": 5, "max_replicas": 2}, {"name": "b", "et_ms": 1}]), "'a': min_replicas 5 is above"),
+        (
+            doc(
+                ops=[
+                    {"name": "a", "et_ms": 1, "min_replicas": 5, "max_replicas": 2},
+                    {"name": "b", "et_ms": 1},
+                ]
+            ),
+            "'a': min_replicas 5 is above",
+        ),
         (doc(ops=[{"name": "a", "et_ms": -1}, {"name": "b", "et_ms": 1}]), "'a'"),
-        (doc(edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": "lots"}]), "a -> b"),
+        (
+            doc(
+                edges=[{"from": "source", "to": "a"}, {"from": "a", "to": "b", "fraction": "lots"}]
+            ),
+            "a -> b",
+        ),
     ],
 )
 def test_bad_topologies_name_the_culprit(d, needle):

@@ -1,0 +1,233 @@
+import pytest
+
+from shared import stela, topology
+from shared.interval_stats import IntervalStats, OperatorStats
+from shared.policies import PolicyConfigError, make_policy, policy_names
+from shared.policies.autoscale import (
+    DECISION_MATRIX,
+    Action,
+    Activity,
+    Autoscale,
+    AutoscaleParams,
+    activity,
+    new_degree,
+)
+from shared.policies.ds2 import DS2, DS2Params
+from shared.topology import Edge, Operator, Topology
+
+pytestmark = pytest.mark.unit
+
+
+def slide_topology() -> Topology:
+    """The congested topology of the Stela slides 6-7 (rates in tuples/s); et_ms = 1000 /
+    per-replica rate. Sinks 2, 7, 8, 9, 10 put out 2000 + 1000 + 1000 + 200 + 300 = 4500."""
+    rate = {
+        "1": 3000,
+        "2": 3000,
+        "3": 1000,
+        "4": 2000,
+        "5": 2000,
+        "6": 500,
+        "7": 5000,
+        "8": 5000,
+        "9": 5000,
+        "10": 5000,
+    }
+    ops = tuple(Operator(n, 1000.0 / rate[n], 1, 10) for n in rate)
+    edges = (
+        Edge("source", "1"),
+        Edge("1", "3"),
+        Edge("1", "4"),
+        Edge("1", "6"),
+        Edge("4", "2"),
+        Edge("3", "5"),
+        Edge("5", "7", 0.5),
+        Edge("5", "8", 0.5),
+        Edge("6", "9", 0.4),
+        Edge("6", "10", 0.6),
+    )
+    return Topology("stela-slides", ops, edges)
+
+
+ONE = {str(k): 1 for k in range(1, 11)}
+SLIDE_REPLICAS = {**ONE, "3": 2}  # operator 3 runs two 1000-tuple/s instances
+
+
+def test_stela_etp_of_the_slide_example():
+    topo = slide_topology()
+    fl = stela.flow(topo, 4000.0, SLIDE_REPLICAS)
+    assert fl.sink_total(topo) == pytest.approx(4500)
+    assert fl.congested == {"1", "3", "4", "6"}
+    etp = stela.etp(topo, fl)
+    assert etp["3"] == pytest.approx(4 / 9)  # (1000 + 1000) / 4500
+    assert etp["4"] == pytest.approx(4 / 9)
+    assert etp["6"] == pytest.approx(500 / 4500)  # 0.11
+    assert etp["1"] == 0.0
+
+
+def test_stela_scale_out_slot_order():
+    """Slides 9-13: two new slots; the first goes to 3 (ETP 0.44), whose extra output
+    congests 5 (3 drops to 0, 5 rises to 0.44); the second goes to 4."""
+    topo = slide_topology()
+    new, order = stela.scale_out(topo, 4000.0, SLIDE_REPLICAS, 2)
+    assert order == ["3", "4"]
+    after_first = stela.etp(topo, stela.flow(topo, 4000.0, {**SLIDE_REPLICAS, "3": 3}))
+    assert after_first["3"] == 0.0
+    assert after_first["5"] == pytest.approx(4 / 9)
+    assert new["3"] == 3 and new["4"] == 2
+
+
+def test_stela_scale_in_takes_from_lowest_etp():
+    topo = slide_topology()
+    _, taken = stela.scale_in(topo, 4000.0, {**SLIDE_REPLICAS, "7": 3}, 1)
+    # Only 3 (ETP 4/9) and 7 (ETP 1000/4500) have replicas above their minimum.
+    assert taken == ["7"]
+
+
+def test_budget_allocation_respects_the_budget_and_etp():
+    topo = slide_topology()
+    wanted = {n: 10 for n in topo.names}
+    alloc = stela.allocate(topo, 4000.0, wanted, 14)
+    assert sum(alloc.values()) == 14
+    with pytest.raises(ValueError, match="below the sum of min_replicas"):
+        stela.allocate(topo, 4000.0, wanted, 5)
+
+
+@pytest.mark.parametrize(
+    ("act", "increasing", "action"),
+    [
+        (Activity.LOW, False, Action.SCALE_IN),
+        (Activity.LOW, True, Action.SCALE_IN),
+        (Activity.MEDIUM, False, Action.NOTHING),
+        (Activity.MEDIUM, True, Action.NOTHING),
+        (Activity.HIGH, False, Action.NOTHING),
+        (Activity.HIGH, True, Action.SCALE_OUT),
+        (Activity.CRITICAL, False, Action.SCALE_OUT),
+        (Activity.CRITICAL, True, Action.SCALE_OUT),
+    ],
+)
+def test_autoscale_decision_matrix(act, increasing, action):
+    assert DECISION_MATRIX[(act, increasing)] is action
+
+
+@pytest.mark.parametrize(
+    ("lal", "want"),
+    [
+        (0.3, Activity.LOW),
+        (0.31, Activity.MEDIUM),
+        (0.8, Activity.MEDIUM),
+        (0.9, Activity.HIGH),
+        (1.0, Activity.HIGH),
+        (1.01, Activity.CRITICAL),
+    ],
+)
+def test_autoscale_activity_levels(lal, want):
+    assert activity(lal, AutoscaleParams()) is want
+
+
+def test_eq11_both_cases():
+    assert new_degree(3, Activity.HIGH, 0.9, 8) == 4  # high: +1
+    assert new_degree(8, Activity.HIGH, 0.9, 8) == 8  # bounded by maxP
+    assert new_degree(4, Activity.CRITICAL, 1.6, 8) == 7  # ceil(4 × 1.6) = 7
+    assert new_degree(4, Activity.LOW, 0.2, 8) == 1  # ceil(0.8)
+    assert new_degree(4, Activity.CRITICAL, 3.0, 8) == 8
+
+
+def chain_stats(received_a, processed_a, received_b, processed_b, queued_a=0.0, active=1, td=1.0):
+    return IntervalStats(
+        0,
+        td,
+        received_a,
+        {
+            "a": OperatorStats(
+                received_a,
+                processed_a,
+                queued_a,
+                {"source": received_a},
+                emitted=processed_a,
+                active_replicas=active,
+                busy_s=processed_a * 0.01,
+            ),
+            "b": OperatorStats(
+                received_b,
+                processed_b,
+                0.0,
+                {"a": received_b},
+                active_replicas=active,
+                busy_s=processed_b * 0.001,
+            ),
+        },
+    )
+
+
+def test_autoscale_bfs_propagates_a_critical_parents_output():
+    """a is critical (its input far exceeds its capacity); b only sees what a managed to
+    emit. Algorithm 1 replaces b's local estimate with combine(local, a's EstimOutput)."""
+    topo = topology.linear("ab", [Operator("a", 10.0, 1, 8), Operator("b", 1.0, 1, 8)])
+    pol = Autoscale(topo, AutoscaleParams(window=2, grace=0))
+    stats = chain_stats(500, 100, 50, 50, queued_a=400)  # half of a's output still in flight
+    est = pol.estimates(stats)
+    local_b = est["b"].estim_input
+    assert activity(est["a"].gal, pol.params) is Activity.CRITICAL
+    pol.global_consistency(est, stats)
+    expected = min(est["a"].estim_input, est["a"].capacity) * 1.0  # Eqs. 8-9, SF = 1
+    assert est["b"].estim_input == pytest.approx(max(local_b, expected))
+    assert est["b"].estim_input > local_b
+
+
+def test_autoscale_scales_the_critical_operator_out():
+    topo = topology.linear("ab", [Operator("a", 10.0, 1, 8), Operator("b", 1.0, 1, 8)])
+    pol = Autoscale(topo, AutoscaleParams(window=2, grace=0))
+    a = pol.analyze(chain_stats(500, 100, 100, 100, queued_a=400))
+    assert a.operators["a"].replicas > 1
+
+
+def test_ds2_converges_in_one_decision():
+    """Source at 1000 events/s; a: 10 ms/event (100/s per replica), emits 0.5 per event;
+    b: 1 ms/event (1000/s). Both at one replica, a saturated. Utilisation target 0.7:
+    a needs ceil(1000 / 70) = 15 -> pool 16; b needs ceil(500 / 700) = 1."""
+    topo = Topology(
+        "ab",
+        (Operator("a", 10.0, 1, 16), Operator("b", 1.0, 1, 16)),
+        (Edge("source", "a"), Edge("a", "b", 0.5)),
+    )
+    pol = DS2(topo, DS2Params(catch_up_s=1e9))
+    stats = IntervalStats(
+        0,
+        1.0,
+        1000.0,
+        {
+            "a": OperatorStats(1000, 100, 900, {"source": 1000.0}, emitted=50, busy_s=1.0),
+            "b": OperatorStats(50, 50, 0, {"a": 50.0}, busy_s=0.05),
+        },
+    )
+    assert pol.analyze(stats).replicas() == {"a": 15, "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("build", "needle"),
+    [
+        (lambda t: AutoscaleParams(theta_min=0.8, theta_max=0.3), "theta_min < theta_max"),
+        (lambda t: AutoscaleParams(window=1), "at least 2 samples"),
+        (lambda t: make_policy("stela", t, budget=-1), "budget"),
+        (lambda t: DS2Params(target_utilization=0), "target_utilization"),
+        (lambda t: make_policy("lag:0", t), "lag_threshold"),
+        (lambda t: make_policy("static:0", t), "replicas"),
+        (lambda t: make_policy("oracle", t), "unknown policy"),
+    ],
+)
+def test_bad_parameters_are_refused(build, needle):
+    with pytest.raises(PolicyConfigError, match=needle):
+        build(topology.load("twitter"))
+
+
+def test_every_policy_runs_in_the_simulator():
+    from shared import traces
+    from shared.simulator import simulate
+
+    topo = topology.load("twitter")
+    arrivals = traces.load("short-spikes").per_interval(1.0)
+    for name in policy_names():
+        spec = {"static": "static:2"}.get(name, name)
+        m = simulate(topo, arrivals, make_policy(spec, topo), 1.0).metrics
+        assert m.processed_ratio > 0.5, name
