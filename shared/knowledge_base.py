@@ -9,7 +9,7 @@ them, so a service written by someone else finds the same keys.
 | {p}:op:{op}:pool                      | int    | execute (at start)  | dataplane, plan        |
 | {p}:op:{op}:et_ms                     | float  | execute (benchmark) | analyze, ingress       |
 | {p}:op:{op}:util                      | hash   | dataplane           | dataplane (grouping)   |
-| {p}:plan:last_applied                 | int    | execute             | execute (idempotence)  |
+| {p}:plan:last_interval                | int    | execute             | execute (ordering)     |
 | {p}:plan:applied                      | set    | execute             | execute                |
 | {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
@@ -40,7 +40,8 @@ class Keys:
 
     @property
     def last_plan(self) -> str:
-        return f"{self.prefix}:plan:last_applied"
+        """The newest interval whose plan was applied."""
+        return f"{self.prefix}:plan:last_interval"
 
     @property
     def applied_plans(self) -> str:

@@ -22,3 +22,9 @@ def redis_client(redis_url):
     client.flushdb()
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    with servers.kafka_broker() as bootstrap:
+        yield bootstrap

@@ -1,20 +1,18 @@
 """Real servers for the tests: a redis-server and a Kafka-protocol broker.
 
-One chooser: an explicit URL from the environment wins; otherwise testcontainers when a
-Docker engine answers; otherwise local processes (redis-server, the embedded broker).
-The same test code runs against either.
+One chooser: an explicit address from the environment wins (REDIS_URL,
+KAFKA_BOOTSTRAP_SERVERS); otherwise testcontainers when a Docker engine answers;
+otherwise local processes (redis-server, the embedded Tansu broker). The same tests run
+against either.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
+
+from shared import embedded
 
 
 def docker_available() -> bool:
@@ -29,24 +27,8 @@ def docker_available() -> bool:
         return False
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(host: str, port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
-
-
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
-    """Yield a redis:// URL of a running server."""
     if url := os.environ.get("REDIS_URL"):
         yield url
         return
@@ -56,31 +38,20 @@ def redis_server() -> Iterator[str]:
         with RedisContainer("redis:7") as c:
             yield f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
         return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server not found: `make install` apt-installs it")
-    port = free_port()
-    with tempfile.TemporaryDirectory() as d:
-        proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                d,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_port("127.0.0.1", port)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with embedded.redis_server() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def kafka_broker() -> Iterator[str]:
+    if bootstrap := os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+        yield bootstrap
+        return
+    if docker_available():
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer("confluentinc/cp-kafka:7.6.0").with_kraft() as c:
+            yield c.get_bootstrap_server()
+        return
+    with embedded.kafka_broker() as bootstrap:
+        yield bootstrap

@@ -1,0 +1,109 @@
+"""python -m services.execute: sps.plans and sps.requests -> Redis, sps.actions."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import redis
+from prometheus_client import Gauge, Histogram
+
+from services.execute.core import Executor
+from services.runtime import ServiceApp, ServiceMetrics
+from shared import topology
+from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.settings import ExecuteSettings, settings_or_exit
+
+log = logging.getLogger("services.execute")
+
+
+def build(settings: ExecuteSettings) -> ServiceApp:
+    topo = topology.load(settings.topology)
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    state = {"redis_ok": True}
+    metrics = ServiceMetrics("execute")
+    reg = metrics.registry
+    replicas = Gauge("sps_active_replicas", "active replicas written", ["operator"], registry=reg)
+    redis_up = Gauge("sps_redis_up", "1 when the last Redis call worked", registry=reg)
+    latency = Histogram(
+        "sps_plan_latency_seconds",
+        "interval close -> replicas in Redis",
+        registry=reg,
+        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5),
+    )
+    svc = ServiceApp(
+        "execute",
+        settings,
+        metrics,
+        health=lambda: {
+            "status": "ok" if state["redis_ok"] else "degraded",
+            "redis": state["redis_ok"],
+        },
+    )
+    executor = Executor(client, topo, svc.keys)
+    plans = svc.topic(settings.topics.plans)
+    requests = svc.topic(settings.topics.requests)
+    actions = svc.topic(settings.topics.actions)
+
+    async def with_redis(fn: Any, *args: Any) -> Any:
+        """Retry with exponential backoff until Redis answers; never report a plan as
+        applied that was not written."""
+        delay = 0.1
+        while True:
+            try:
+                result = fn(*args)
+                state["redis_ok"] = True
+                redis_up.set(1)
+                return result
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                state["redis_ok"] = False
+                redis_up.set(0)
+                log.warning("redis unreachable (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, settings.redis_retry_max_s)
+
+    async def apply(plan: PlanRecord) -> None:
+        action = await with_redis(executor.apply, plan)
+        if action.status == "applied":
+            for n, v in action.targets.items():
+                replicas.labels(n).set(v)
+            if action.plan_latency_s is not None:
+                latency.observe(action.plan_latency_s)
+        await svc.send(actions, plan.plan_id, encode(action))
+
+    @svc.app.task
+    async def bootstrap() -> None:
+        await with_redis(executor.bootstrap)
+
+    @svc.app.agent(plans)
+    async def execute(stream: Any) -> None:
+        async for event in stream.events():
+            svc.consumed(settings.topics.plans)
+            try:
+                plan = decode(event.value, PlanRecord)
+            except ContractError as exc:
+                await svc.dead_letter(event, str(exc))
+                continue
+            try:
+                await apply(plan)
+            except ValueError as exc:
+                await svc.dead_letter(event, str(exc))
+
+    @svc.app.agent(requests)
+    async def on_demand(stream: Any) -> None:
+        async for event in stream.events():
+            svc.consumed(settings.topics.requests)
+            try:
+                req = decode(event.value, RescaleRequest)
+                plan = await with_redis(executor.plan_for_request, req)
+                await apply(plan)
+            except (ContractError, ValueError) as exc:
+                await svc.dead_letter(event, str(exc))
+
+    return svc
+
+
+if __name__ == "__main__":
+    build(settings_or_exit(ExecuteSettings)).run()

@@ -1,0 +1,110 @@
+"""Execute: write a plan's active-replica counts to Redis exactly once per plan id, and
+never an older interval's plan over a newer one's.
+
+The check (was this plan applied?) and the writes happen in one Lua script, so a plan
+replayed after a crash — Redis written, offset not yet committed — changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from shared import stela
+from shared.contracts.action import ActionRecord
+from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.knowledge_base import Keys
+from shared.topology import Topology
+
+_APPLY = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return {0} end
+local interval = tonumber(ARGV[2])
+if interval > 0 and interval <= tonumber(redis.call('GET', KEYS[2]) or '0') then
+  return {2}
+end
+local prev = {1}
+for i = 3, #KEYS do
+  prev[#prev + 1] = redis.call('GET', KEYS[i]) or '0'
+  redis.call('SET', KEYS[i], ARGV[i])
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+if interval > 0 then redis.call('SET', KEYS[2], interval) end
+return prev
+"""
+
+
+class Executor:
+    def __init__(self, redis: Any, topology: Topology, keys: Keys | None = None) -> None:
+        self.r = redis
+        self.topology = topology
+        self.keys = keys or Keys()
+        self._apply = redis.register_script(_APPLY)
+
+    def bootstrap(self) -> None:
+        """Pool sizes, benchmarked et and (if unset) the minimum active counts."""
+        pipe = self.r.pipeline()
+        for op in self.topology.operators:
+            pipe.set(self.keys.pool(op.name), op.max_replicas)
+            pipe.set(self.keys.et_ms(op.name), op.et_ms)
+            pipe.setnx(self.keys.active(op.name), max(1, op.min_replicas))
+        pipe.execute()
+
+    def current(self) -> dict[str, int]:
+        vals = self.r.mget([self.keys.active(n) for n in self.topology.names])
+        return {
+            n: int(v) if v is not None else 0
+            for n, v in zip(self.topology.names, vals, strict=True)
+        }
+
+    def apply(self, plan: PlanRecord, now: float | None = None) -> ActionRecord:
+        names = [n for n in self.topology.names if n in plan.targets]
+        unknown = set(plan.targets) - set(self.topology.names)
+        if unknown:
+            raise ValueError(f"plan {plan.plan_id} names unknown operators {sorted(unknown)}")
+        bounded = {}
+        for n in names:
+            op = self.topology[n]
+            bounded[n] = max(op.min_replicas, min(op.max_replicas, int(plan.targets[n])))
+        keys = [self.keys.applied_plans, self.keys.last_plan] + [self.keys.active(n) for n in names]
+        args = [plan.plan_id, plan.interval] + [bounded[n] for n in names]
+        res = self._apply(keys=keys, args=args)
+        now = time.time() if now is None else now
+        if int(res[0]) != 1:
+            # 0: this plan id was applied before; 2: a newer interval's plan already was.
+            status = "duplicate" if int(res[0]) == 0 else "stale"
+            return ActionRecord(
+                plan_id=plan.plan_id, status=status, previous={}, targets=bounded, applied_at=now
+            )
+        previous = {n: int(v) for n, v in zip(names, res[1:], strict=True)}
+        return ActionRecord(
+            plan_id=plan.plan_id,
+            status="applied",
+            previous=previous,
+            targets=bounded,
+            applied_at=now,
+            plan_latency_s=max(0.0, now - plan.closed_at),
+        )
+
+    def plan_for_request(self, req: RescaleRequest) -> PlanRecord:
+        """Turn an on-demand request into a plan: one operator, or N slots by Stela ETP."""
+        current = self.current()
+        targets = dict(current)
+        if req.operator is not None:
+            if req.operator not in current:
+                raise ValueError(f"unknown operator {req.operator!r}")
+            base = current[req.operator]
+            n = (
+                req.replicas
+                if req.replicas is not None
+                else base + (req.add or 0) - (req.remove or 0)
+            )
+            targets[req.operator] = n
+        else:
+            rate = req.input_eps if req.input_eps is not None else self.topology.capacity_eps()
+            if req.add:
+                targets, _ = stela.scale_out(self.topology, rate, current, req.add)
+            else:
+                targets, _ = stela.scale_in(self.topology, rate, current, req.remove or 0)
+        return PlanRecord(
+            plan_id=f"request-{req.request_id}", interval=0, targets=targets, closed_at=time.time()
+        )

@@ -1,0 +1,55 @@
+"""python -m services.monitor: sps.metrics -> sps.stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.monitor.core import IntervalAggregator
+from services.runtime import ServiceApp, ServiceMetrics
+from shared import topology
+from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.metrics import OperatorCounters
+from shared.settings import MonitorSettings, settings_or_exit
+
+
+def build(settings: MonitorSettings) -> ServiceApp:
+    topo = topology.load(settings.topology)
+    agg = IntervalAggregator(topo, settings.td)
+    metrics = ServiceMetrics("monitor")
+    svc = ServiceApp(
+        "monitor",
+        settings,
+        metrics,
+        health=lambda: {"late_records": agg.late_total, "next_interval": agg.next_to_close},
+    )
+    src = svc.topic(settings.topics.metrics)
+    out = svc.topic(settings.topics.stats)
+
+    async def flush() -> None:
+        for k in agg.due(grace_s=settings.close_grace_s):
+            rec = agg.close(k)
+            await svc.send(out, str(k), encode(rec))
+
+    @svc.app.agent(src)
+    async def collect(stream: Any) -> None:
+        async for event in stream.events():
+            svc.consumed(settings.topics.metrics)
+            try:
+                rec = decode(event.value, OperatorCounters)
+            except ContractError as exc:
+                await svc.dead_letter(event, str(exc))
+                continue
+            if not agg.add(rec):
+                await svc.dead_letter(event, f"unknown operator {rec.operator!r}")
+                continue
+            await flush()
+
+    @svc.app.timer(interval=max(0.05, settings.td / 5))
+    async def tick() -> None:
+        await flush()
+
+    return svc
+
+
+if __name__ == "__main__":
+    build(settings_or_exit(MonitorSettings)).run()

@@ -1,0 +1,122 @@
+"""Monitor: per-operator counters of many replicas -> one statistics record per interval.
+
+An interval closes when a record of a later interval arrives or its end plus a grace
+period has passed. An operator that sent nothing is reported ``silent``; a record for an
+already closed interval is counted as late and folded into the next open one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shared.contracts.metrics import OperatorCounters
+from shared.contracts.stats import OperatorInterval, StatsRecord
+from shared.topology import SOURCE, Topology
+
+
+@dataclass
+class _Acc:
+    received_from: dict[str, float] = field(default_factory=dict)
+    processed: float = 0.0
+    emitted: float = 0.0
+    queued: float = 0.0
+    busy_s: float = 0.0
+    active: int = 0
+    seen: bool = False
+
+
+@dataclass
+class _Interval:
+    ops: dict[str, _Acc]
+    input_events: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    late: int = 0
+
+
+class IntervalAggregator:
+    def __init__(self, topology: Topology, td: float) -> None:
+        self.topology = topology
+        self.td = td
+        self.open: dict[int, _Interval] = {}
+        self.next_to_close: int | None = None
+        self.max_seen = -1
+        self.late_total = 0
+        self.unknown_operator = 0
+
+    def _interval(self, k: int) -> _Interval:
+        if k not in self.open:
+            self.open[k] = _Interval({n: _Acc() for n in self.topology.names})
+        return self.open[k]
+
+    def add(self, rec: OperatorCounters) -> bool:
+        """Fold one record in; False when it names an operator the topology lacks."""
+        if rec.operator != SOURCE and rec.operator not in self.topology.names:
+            self.unknown_operator += 1
+            return False
+        k = rec.interval
+        if self.next_to_close is None:
+            self.next_to_close = k
+        late = k < self.next_to_close
+        if late:
+            k = self.next_to_close
+            self.late_total += 1
+        iv = self._interval(k)
+        iv.late += int(late)
+        self.max_seen = max(self.max_seen, k)
+        if rec.operator == SOURCE:
+            iv.input_events += rec.processed
+            return True
+        acc = iv.ops[rec.operator]
+        for src, n in rec.received_from.items():
+            acc.received_from[src] = acc.received_from.get(src, 0.0) + n
+        acc.processed += rec.processed
+        acc.emitted += rec.emitted
+        acc.queued += rec.queued
+        acc.busy_s += rec.busy_s
+        acc.active = max(acc.active, rec.active_replicas)
+        acc.seen = True
+        iv.latencies.extend(rec.latency_ms)
+        return True
+
+    def due(self, now: float | None = None, grace_s: float = 0.5) -> list[int]:
+        """Intervals that may close: older than the newest seen, or past end + grace."""
+        if self.next_to_close is None:
+            return []
+        now = time.time() if now is None else now
+        wall = math.floor((now - grace_s) / self.td) - 1  # last interval fully past
+        # Cap the catch-up so a far-off record cannot make us emit millions of intervals.
+        last = min(max(self.max_seen - 1, wall), self.next_to_close + 1000)
+        return list(range(self.next_to_close, last + 1))
+
+    def close(self, k: int, now: float | None = None) -> StatsRecord:
+        assert self.next_to_close is not None and k == self.next_to_close
+        iv = self.open.pop(k, None) or _Interval({n: _Acc() for n in self.topology.names})
+        self.next_to_close = k + 1
+        ops = {}
+        for name, a in iv.ops.items():
+            ops[name] = OperatorInterval(
+                received=sum(a.received_from.values()),
+                received_from=a.received_from,
+                processed=a.processed,
+                emitted=a.emitted,
+                queued=a.queued,
+                busy_s=a.busy_s,
+                et_ms=1000.0 * a.busy_s / a.processed if a.processed > 0 else 0.0,
+                active_replicas=a.active,
+                silent=not a.seen,
+            )
+        lat = np.asarray(iv.latencies)
+        return StatsRecord(
+            interval=k,
+            td=self.td,
+            input_events=iv.input_events,
+            operators=ops,
+            latency_ms_mean=float(lat.mean()) if len(lat) else None,
+            latency_ms_p99=float(np.percentile(lat, 99)) if len(lat) else None,
+            late_records=iv.late,
+            closed_at=time.time() if now is None else now,
+        )

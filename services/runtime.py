@@ -1,0 +1,132 @@
+"""What every service app shares: the faust app, dead-lettering, heartbeats, and the
+/metrics and /health pages (Prometheus registry injected, never global)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import faust
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from shared.contracts.action import DeadLetter
+from shared.contracts.base import encode
+from shared.knowledge_base import Keys
+from shared.settings import ServiceSettings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServiceMetrics:
+    def __init__(self, service: str, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.records_in = Counter("sps_records_in", "records consumed", ["topic"], registry=r)
+        self.records_out = Counter("sps_records_out", "records produced", ["topic"], registry=r)
+        self.deadlettered = Counter(
+            "sps_deadlettered", "records sent to the dead-letter topic", ["topic"], registry=r
+        )
+        self.interval_lag = Gauge(
+            "sps_interval_lag_seconds",
+            "now minus the close of the interval last handled",
+            registry=r,
+        )
+        self.last_record_at = 0.0
+        self.service = service
+
+
+class ServiceApp:
+    """A faust app with the service's ops pages and a dead-letter sink."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: ServiceSettings,
+        metrics: ServiceMetrics,
+        health: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = settings
+        self.metrics = metrics
+        self.keys = Keys(settings.key_prefix)
+        port = settings.web_port or free_port()
+        self.web_port = port
+        self.app = faust.App(
+            f"sps-{name}",
+            broker=f"kafka://{settings.kafka_bootstrap_servers}",
+            store="memory://",
+            value_serializer="raw",
+            key_serializer="raw",
+            web_host=settings.web_host,
+            web_port=port,
+            topic_partitions=1,
+            topic_allow_declare=True,
+            broker_session_timeout=settings.kafka_session_timeout_s,
+            broker_heartbeat_interval=1.0,
+            consumer_auto_offset_reset="earliest",
+            producer_acks=-1,
+            # One record per batch: the embedded broker mis-handles multi-record batches
+            # (see ../shared/ARCHITECTURE.md); control topics carry a few records/s.
+            producer_max_batch_size=1,
+            producer_linger=0.0,
+        )
+        self._health = health or (lambda: {})
+        self.deadletter_topic = self.topic(settings.topics.deadletter)
+        app = self.app
+
+        @app.page("/metrics")
+        async def metrics_page(web: Any, request: Any) -> Any:
+            return web.bytes(generate_latest(metrics.registry), content_type="text/plain")
+
+        @app.page("/health")
+        async def health_page(web: Any, request: Any) -> Any:
+            body = {"service": name, "status": "ok", "last_record_at": metrics.last_record_at}
+            body.update(self._health())
+            return web.json(body)
+
+    def topic(self, name: str) -> Any:
+        return self.app.topic(name, value_type=bytes, key_type=bytes, value_serializer="raw")
+
+    async def dead_letter(self, event: Any, reason: str) -> None:
+        msg = event.message
+        raw = (
+            event.value if isinstance(event.value, bytes | bytearray) else str(event.value).encode()
+        )
+        rec = DeadLetter(
+            service=self.name,
+            topic=msg.topic,
+            partition=msg.partition,
+            offset=msg.offset,
+            reason=reason,
+            payload=bytes(raw[:2000]).decode("utf-8", "replace"),
+            at=time.time(),
+        )
+        await self.deadletter_topic.send(key=self.name.encode(), value=encode(rec))
+        self.metrics.deadlettered.labels(msg.topic).inc()
+
+    async def send(self, topic: Any, key: str, value: bytes) -> None:
+        await topic.send(key=key.encode(), value=value)
+        self.metrics.records_out.labels(topic.get_topic_name()).inc()
+
+    def consumed(self, topic: str) -> None:
+        self.metrics.records_in.labels(topic).inc()
+        self.metrics.last_record_at = time.time()
+
+    def run(self) -> None:
+        from shared.kafka_admin import ensure_topics
+
+        ensure_topics(self.settings.kafka_bootstrap_servers, self.settings.topics.control())
+        print(
+            f"{self.name}: metrics at http://{self.settings.web_host}:{self.web_port}/metrics",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.argv = [sys.argv[0], "worker", "-l", "warn"]
+        self.app.main()

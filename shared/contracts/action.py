@@ -1,0 +1,30 @@
+"""sps.actions: what execute did, and sps.deadletter: what a service could not take."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from shared.contracts.base import Record
+
+
+class ActionRecord(Record):
+    schema_name: Literal["sps.action"] = "sps.action"
+    version: Literal[1] = 1
+    plan_id: str
+    status: Literal["applied", "duplicate", "stale"]
+    previous: dict[str, int]
+    targets: dict[str, int]
+    applied_at: float
+    plan_latency_s: float | None = None
+
+
+class DeadLetter(Record):
+    schema_name: Literal["sps.deadletter"] = "sps.deadletter"
+    version: Literal[1] = 1
+    service: str
+    topic: str
+    partition: int | None = None
+    offset: int | None = None
+    reason: str
+    payload: str  # the first 2,000 characters of what arrived
+    at: float

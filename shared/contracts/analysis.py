@@ -1,0 +1,27 @@
+"""sps.analysis: the policy's view of the next interval."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from shared.contracts.base import Record
+
+
+class OperatorNeed(BaseModel):
+    replicas: int = Field(ge=0)
+    predicted_load: float = 0.0
+    current: int = Field(ge=0)
+
+
+class AnalysisRecord(Record):
+    schema_name: Literal["sps.analysis"] = "sps.analysis"
+    version: Literal[1] = 1
+    interval: int = Field(ge=0)
+    td: float = Field(gt=0)
+    policy: str
+    predicted_input: float = Field(ge=0)
+    observed_input: float = Field(ge=0)
+    operators: dict[str, OperatorNeed]
+    closed_at: float

@@ -1,0 +1,27 @@
+"""sps.metrics: per operator and interval, the counters the dataplane publishes.
+
+``operator`` "source" carries λ_G (events that entered) in ``processed``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from shared.contracts.base import Record
+
+
+class OperatorCounters(Record):
+    schema_name: Literal["sps.metrics"] = "sps.metrics"
+    version: Literal[1] = 1
+    interval: int = Field(ge=0)
+    operator: str = Field(min_length=1)
+    replica: int = Field(default=0, ge=0)
+    received_from: dict[str, float] = Field(default_factory=dict)
+    processed: float = Field(default=0.0, ge=0)
+    emitted: float = Field(default=0.0, ge=0)
+    queued: float = Field(default=0.0, ge=0)
+    busy_s: float = Field(default=0.0, ge=0)
+    active_replicas: int = Field(default=1, ge=0)
+    latency_ms: list[float] = Field(default_factory=list)

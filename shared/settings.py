@@ -1,0 +1,66 @@
+"""Typed settings per service, from environment variables prefixed ``SPS_``.
+
+A bad value stops the service at start with a message naming the variable
+(``settings_or_exit``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TypeVar
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.topics import Topics
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SPS_", extra="ignore", env_nested_delimiter="__")
+
+    kafka_bootstrap_servers: str = "127.0.0.1:9092"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    key_prefix: str = "sps"
+    topology: str = "twitter"
+    td: float = Field(default=1.0, gt=0)
+    web_port: int = Field(default=0, ge=0, le=65535)  # 0: pick a free port
+    web_host: str = "127.0.0.1"
+    kafka_session_timeout_s: float = Field(default=6.0, gt=0)
+    topics: Topics = Field(default_factory=Topics)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, v: str) -> str:
+        if not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return v
+
+
+class MonitorSettings(ServiceSettings):
+    close_grace_s: float = Field(default=0.5, ge=0)
+
+
+class AnalyzeSettings(ServiceSettings):
+    policy: str = "pa-sps"
+    predictor: str = "lr"
+
+
+class PlanSettings(ServiceSettings):
+    budget: int | None = Field(default=None, ge=0)
+
+
+class ExecuteSettings(ServiceSettings):
+    redis_retry_max_s: float = Field(default=5.0, gt=0)
+
+
+S = TypeVar("S", bound=ServiceSettings)
+
+
+def settings_or_exit(cls: type[S]) -> S:
+    try:
+        return cls()
+    except ValidationError as exc:
+        for err in exc.errors():
+            name = "SPS_" + "__".join(str(p) for p in err["loc"]).upper()
+            print(f"{cls.__name__}: bad value for {name}: {err['msg']}", file=sys.stderr)
+        raise SystemExit(2) from None

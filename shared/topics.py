@@ -1,0 +1,34 @@
+"""Topic names (overridable through settings) and the embedded-mode topic list."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Topics(BaseModel):
+    ingress: str = "sps.ingress"
+    metrics: str = "sps.metrics"
+    stats: str = "sps.stats"
+    analysis: str = "sps.analysis"
+    plans: str = "sps.plans"
+    requests: str = "sps.requests"
+    actions: str = "sps.actions"
+    deadletter: str = "sps.deadletter"
+    shed: str = "sps.shed"
+
+    def control(self) -> list[str]:
+        return [
+            self.metrics,
+            self.stats,
+            self.analysis,
+            self.plans,
+            self.requests,
+            self.actions,
+            self.deadletter,
+            self.shed,
+            self.ingress,
+        ]
+
+    @staticmethod
+    def operator(name: str) -> str:
+        return f"sps.op.{name}"

@@ -1,0 +1,157 @@
+"""The four MAPE services as separate processes over a real broker and redis-server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+
+from shared.contracts.metrics import OperatorCounters
+from shared.kafka_admin import ensure_topics
+from shared.knowledge_base import Keys
+from shared.topics import Topics
+from tests.support.processes import ServiceProcess
+
+pytestmark = pytest.mark.integration
+
+OPS = ["parse", "classify_content", "classify_author", "store"]
+
+
+def counters(interval: int, rate: float) -> list[OperatorCounters]:
+    """A recorded interval of the Twitter application at ``rate`` events/s, all processed."""
+    recs = [OperatorCounters(interval=interval, operator="source", processed=rate)]
+    prev = "source"
+    for op in OPS:
+        recs.append(
+            OperatorCounters(
+                interval=interval,
+                operator=op,
+                received_from={prev: rate},
+                processed=rate,
+                emitted=rate if op != "store" else 0.0,
+                busy_s=rate * 0.001,
+                active_replicas=1,
+                latency_ms=[5.0, 7.0],
+            )
+        )
+        prev = op
+    return recs
+
+
+def read_all(bootstrap: str, topic: str, timeout: float = 2.0) -> list[dict]:
+    """Everything on partition 0 of ``topic``, skipping what is not JSON (the test's own
+    malformed records). aiokafka: it reads the embedded broker's batches reliably."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+
+    async def run() -> list[dict]:
+        c = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="earliest",
+            group_id=None,
+            enable_auto_commit=False,
+        )
+        await c.start()
+        out: list[dict] = []
+        try:
+            quiet = time.monotonic()
+            while time.monotonic() - quiet < timeout:
+                batch = await c.getmany(timeout_ms=200)
+                for msgs in batch.values():
+                    quiet = time.monotonic()
+                    for m in msgs:
+                        with contextlib.suppress(ValueError):
+                            out.append(json.loads(m.value))
+        finally:
+            await c.stop()
+        return out
+
+    return asyncio.run(run())
+
+
+@pytest.fixture
+def ensemble(kafka_bootstrap, redis_url, redis_client):
+    tag = uuid.uuid4().hex[:6]
+    topics = Topics(**{f: f"{tag}.{v}" for f, v in Topics().model_dump().items()})
+    env = {
+        "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "SPS_REDIS_URL": redis_url,
+        "SPS_KEY_PREFIX": tag,
+        "SPS_TD": "1",
+        "SPS_TOPOLOGY": "twitter",
+        "SPS_PREDICTOR": "basic",
+        **{f"SPS_TOPICS__{f.upper()}": v for f, v in topics.model_dump().items()},
+    }
+    ensure_topics(kafka_bootstrap, topics.control())
+    procs = {n: ServiceProcess(n, env).start() for n in ("monitor", "analyze", "plan", "execute")}
+    try:
+        for p in procs.values():
+            p.wait_healthy()
+        time.sleep(4)  # consumer-group joins (about 3 s on the embedded broker)
+        yield procs, topics, Keys(tag), env
+    finally:
+        for p in procs.values():
+            p.stop()
+
+
+def test_spike_scales_out_then_in_and_bad_records_are_dead_lettered(
+    ensemble, kafka_bootstrap, redis_client
+):
+    procs, topics, keys, env = ensemble
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "batch.num.messages": 1})
+    base = math.floor(time.time()) + 30  # future intervals: closed by the next record
+    rates = [300.0] * 6 + [1500.0] * 4 + [300.0] * 8
+    for k, rate in enumerate(rates):
+        for rec in counters(base + k, rate):
+            producer.produce(topics.metrics, key=rec.operator, value=rec.model_dump_json())
+        if k == 9:
+            # Kill execute mid-run and bring it back: no plan may be applied twice.
+            producer.flush()
+            time.sleep(3)
+            procs["execute"].stop(signal.SIGKILL)
+            procs["execute"] = ServiceProcess("execute", env).start()
+            procs["execute"].wait_healthy()
+    for topic in (topics.metrics, topics.stats, topics.analysis, topics.plans, topics.requests):
+        producer.produce(topic, value=b"{not json")
+        producer.produce(topic, value=json.dumps({"schema_name": "bogus", "version": 1}))
+    producer.flush()
+
+    deadline = time.monotonic() + 90
+    actions: list[dict] = []
+    while time.monotonic() < deadline:
+        actions = read_all(kafka_bootstrap, topics.actions)
+        ids = {a["plan_id"] for a in actions}
+        if f"interval-{base + len(rates) - 2}" in ids:
+            break
+        time.sleep(1)
+    applied = [a for a in actions if a["status"] == "applied"]
+    by_interval = {int(a["plan_id"].split("-")[1]) - base: a["targets"] for a in applied}
+    assert by_interval, f"no actions: {procs['execute'].log.read_text()[-1500:]}"
+    # within two intervals of the spike, the heavy operators have more replicas
+    early = [by_interval[k] for k in (6, 7) if k in by_interval]
+    assert any(t["classify_content"] >= 4 and t["store"] >= 2 for t in early), by_interval
+    assert all(t["parse"] == 1 for t in by_interval.values())
+    # after the spike they come back down
+    late = [by_interval[k] for k in sorted(by_interval) if k >= 13]
+    assert late and late[-1]["classify_content"] == 1
+    assert int(redis_client.get(keys.active("classify_content"))) == 1
+    # no plan applied twice across the restart
+    ids = [a["plan_id"] for a in applied]
+    assert len(ids) == len(set(ids))
+    assert redis_client.scard(keys.applied_plans) == len(set(ids))
+    # every malformed record reached the dead-letter topic, and the services still run
+    dead = read_all(kafka_bootstrap, topics.deadletter)
+    for topic in (topics.metrics, topics.stats, topics.analysis, topics.plans, topics.requests):
+        reasons = [d["reason"] for d in dead if d["topic"] == topic]
+        assert len(reasons) >= 2, (topic, dead)
+        assert any("not JSON" in r for r in reasons)
+    assert all(p.alive() for p in procs.values())
+    assert "sps_deadlettered_total" in procs["monitor"].metrics()
