@@ -8,7 +8,7 @@ replayed after a crash — Redis written, offset not yet committed — changes n
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from shared import stela
 from shared.contracts.action import ActionRecord
@@ -71,7 +71,7 @@ class Executor:
         now = time.time() if now is None else now
         if int(res[0]) != 1:
             # 0: this plan id was applied before; 2: a newer interval's plan already was.
-            status = "duplicate" if int(res[0]) == 0 else "stale"
+            status: Literal["duplicate", "stale"] = "duplicate" if int(res[0]) == 0 else "stale"
             return ActionRecord(
                 plan_id=plan.plan_id, status=status, previous={}, targets=bounded, applied_at=now
             )
