@@ -201,6 +201,40 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+SERVICES = ("monitor", "analyze", "plan", "execute")
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    """Run one service in this process (configured by SPS_* environment variables)."""
+    import runpy
+
+    runpy.run_module(f"services.{args.name}", run_name="__main__", alter_sys=True)
+    return 0
+
+
+def cmd_rescale(args: argparse.Namespace) -> int:
+    """Publish an on-demand request for the execute service on sps.requests."""
+    import uuid
+
+    from confluent_kafka import Producer
+
+    from shared.contracts.base import encode
+    from shared.contracts.plan import RescaleRequest
+    from shared.settings import ServiceSettings
+
+    settings = ServiceSettings()
+    req = RescaleRequest(
+        request_id=uuid.uuid4().hex, operator=args.operator, replicas=args.replicas,
+        add=args.add, remove=args.remove, input_eps=args.input_eps,
+    )
+    producer = Producer({"bootstrap.servers": args.bootstrap or settings.kafka_bootstrap_servers})
+    producer.produce(settings.topics.requests, key=req.request_id, value=encode(req))
+    if producer.flush(10) != 0:
+        raise ValueError("the request was not delivered to Kafka within 10 s")
+    print(f"request {req.request_id} sent to {settings.topics.requests}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -265,6 +299,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_shed_sim)
 
+    p = sub.add_parser("service", help="run one MAPE service (settings from SPS_* variables)")
+    p.add_argument("name", choices=SERVICES)
+    p.set_defaults(func=cmd_service)
+
+    p = sub.add_parser("rescale", help="ask execute for an on-demand change")
+    p.add_argument("--operator", help="one operator; without it --add/--remove use Stela ETP")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--replicas", type=int)
+    g.add_argument("--add", type=int)
+    g.add_argument("--remove", type=int)
+    p.add_argument("--input-eps", type=float, help="input rate for the ETP computation")
+    p.add_argument("--bootstrap", help="Kafka bootstrap (default SPS_KAFKA_BOOTSTRAP_SERVERS)")
+    p.set_defaults(func=cmd_rescale)
+
     for extra in _EXTRA_COMMANDS:
         extra(sub)
     return parser
@@ -282,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except (TopologyError, TraceError, PolicyConfigError, ValueError) as exc:
+    except (TopologyError, TraceError, PolicyConfigError, ValueError) as exc:  # incl. pydantic
         print(f"elastic-sps: error: {exc}", file=sys.stderr)
         return 2
 

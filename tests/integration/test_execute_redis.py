@@ -1,0 +1,38 @@
+import pytest
+
+from services.execute.core import Executor
+from shared import topology
+from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.knowledge_base import Keys
+
+pytestmark = pytest.mark.integration
+TOPO = topology.load("twitter")
+
+
+def plan(interval, **targets):
+    full = {n: 1 for n in TOPO.names} | targets
+    return PlanRecord(plan_id=f"interval-{interval}", interval=interval, targets=full, closed_at=0)
+
+
+def test_apply_once_never_twice_and_never_backwards(redis_client):
+    ex = Executor(redis_client, TOPO, Keys("t"))
+    ex.bootstrap()
+    assert ex.current()["store"] == 1
+    a = ex.apply(plan(5, store=4), now=1.0)
+    assert a.status == "applied" and a.previous["store"] == 1 and a.plan_latency_s == 1.0
+    assert ex.apply(plan(5, store=4)).status == "duplicate"
+    assert ex.apply(plan(4, store=7)).status == "stale"
+    assert ex.current()["store"] == 4
+    assert ex.apply(plan(6, store=99)).targets["store"] == 8  # bounded by the pool
+
+
+def test_on_demand_requests(redis_client):
+    ex = Executor(redis_client, TOPO, Keys("t"))
+    ex.bootstrap()
+    p = ex.plan_for_request(RescaleRequest(request_id="a", operator="parse", add=2))
+    assert p.targets["parse"] == 3
+    ex.apply(p)
+    p = ex.plan_for_request(RescaleRequest(request_id="b", add=3, input_eps=2000))
+    assert sum(p.targets.values()) == sum(ex.current().values()) + 3
+    with pytest.raises(ValueError, match="unknown operator"):
+        ex.plan_for_request(RescaleRequest(request_id="c", operator="nope", replicas=1))

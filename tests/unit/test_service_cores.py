@@ -1,0 +1,121 @@
+import pytest
+
+from services.analyze.core import Analyzer
+from services.monitor.core import IntervalAggregator
+from services.plan.core import Planner
+from shared import topology
+from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.metrics import OperatorCounters
+from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.contracts.stats import StatsRecord
+
+pytestmark = pytest.mark.unit
+
+TOPO = topology.load("twitter")
+
+
+def rec(interval, op, processed, **kw):
+    return OperatorCounters(interval=interval, operator=op, processed=processed, **kw)
+
+
+def test_monitor_sums_replicas_and_reports_silent_operators():
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(10, "source", 100))
+    agg.add(rec(10, "parse", 60, replica=0, received_from={"source": 60}, busy_s=0.03))
+    agg.add(rec(10, "parse", 40, replica=1, received_from={"source": 40}, busy_s=0.02,
+                active_replicas=2))
+    assert agg.due(now=0) == []  # nothing newer yet, and the wall clock is far behind
+    agg.add(rec(11, "source", 5))
+    assert agg.due(now=0) == [10]
+    st = agg.close(10, now=0)
+    assert st.input_events == 100
+    assert st.operators["parse"].processed == 100
+    assert st.operators["parse"].received == 100
+    assert st.operators["parse"].et_ms == pytest.approx(0.5)
+    assert st.operators["parse"].active_replicas == 2
+    assert st.operators["store"].silent
+    assert not st.operators["parse"].silent
+
+
+def test_monitor_folds_late_records_into_the_next_interval():
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(1, "source", 10))
+    agg.add(rec(2, "source", 10))
+    agg.close(1, now=0)
+    agg.add(rec(1, "source", 7))  # late
+    st = agg.close(2, now=0)
+    assert st.input_events == 17
+    assert st.late_records == 1
+    assert agg.late_total == 1
+
+
+def test_monitor_closes_by_wall_clock_and_emits_gaps():
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(100, "source", 1))
+    assert agg.due(now=103.0, grace_s=0.5) == [100, 101]
+    agg.close(100, now=0)
+    gap = agg.close(101, now=0)
+    assert gap.input_events == 0 and all(o.silent for o in gap.operators.values())
+
+
+def test_monitor_refuses_unknown_operator():
+    agg = IntervalAggregator(TOPO, td=1.0)
+    assert not agg.add(rec(1, "nope", 1))
+
+
+def stats(interval, rate):
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(interval, "source", rate))
+    prev = "source"
+    for op in TOPO.names:
+        agg.add(rec(interval, op, rate, received_from={prev: rate}, emitted=rate))
+        prev = op
+    return agg.close(interval, now=0)
+
+
+def test_analyzer_orders_intervals_and_drops_replays():
+    an = Analyzer(TOPO, "pa-sps", "basic", max_hold=3)
+    assert [a.interval for a in an.offer(stats(5, 100))] == [5]
+    assert an.offer(stats(7, 100)) == []  # 6 missing: held
+    assert [a.interval for a in an.offer(stats(6, 100))] == [6, 7]
+    assert an.offer(stats(6, 100)) == []  # replay
+    an.offer(stats(9, 100))
+    an.offer(stats(10, 100))
+    out = an.offer(stats(11, 100))  # 8 never came: skipped after max_hold
+    assert [a.interval for a in out] == [9, 10, 11]
+    assert an.skipped == 1
+
+
+def test_analysis_to_plan_matches_the_model():
+    an = Analyzer(TOPO, "pa-sps", "basic")
+    (analysis,) = an.offer(stats(1, 1500))
+    plan = Planner(TOPO).plan(analysis)
+    assert plan.plan_id == "interval-1"
+    assert plan.targets["classify_content"] == 4  # 1500 × 2.5 ms
+    assert Planner(TOPO, budget=6).plan(analysis).budget_bound
+
+
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        (b"{not json", "not JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'{"schema_name": "sps.stats", "version": 1}', "schema_name 'sps.stats'"),
+        (b'{"schema_name": "sps.metrics", "version": 9}', "version 9 unsupported"),
+        (b'{"schema_name": "sps.metrics", "interval": -1, "operator": "a"}', "interval"),
+        (b'{"schema_name": "sps.metrics", "interval": 1, "operator": "a", "extra": 1}', "extra"),
+        (None, "empty record"),
+    ],
+)
+def test_contract_errors_say_what_is_wrong(raw, needle):
+    with pytest.raises(ContractError, match=needle):
+        decode(raw, OperatorCounters)
+
+
+def test_contract_roundtrip():
+    st = stats(3, 50)
+    assert decode(encode(st), StatsRecord) == st
+    p = PlanRecord(plan_id="x", interval=1, targets={"a": 2}, closed_at=0)
+    assert decode(encode(p), PlanRecord) == p
+    with pytest.raises(ValueError):
+        RescaleRequest(request_id="r", add=1, remove=1)
