@@ -1,6 +1,6 @@
 """MAPE latency: interval close -> new replica counts in Redis, 10-operator topology, td = 1 s.
 
-Run: .venv/bin/python benchmarks/bench_mape_latency.py [--intervals 60]
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_mape_latency.py [--intervals 60]
 Starts the embedded broker, a redis-server and the four services as processes; feeds
 sps.metrics in real time (a spike every 15 s) and reads sps.actions.
 """

@@ -53,6 +53,15 @@ class ExecuteSettings(ServiceSettings):
     redis_retry_max_s: float = Field(default=5.0, gt=0)
 
 
+class DataplaneSettings(ServiceSettings):
+    spark_master: str = "local[2]"
+    checkpoint_dir: str = "runs/checkpoints"
+    max_events_per_task: int = Field(default=20_000, ge=1)
+    trigger_ms: int = Field(default=200, ge=0)
+    synthetic_cost: bool = False  # burn each operator's et_ms per event
+    track_sink_ids: bool = False  # record every id reaching a sink (tests, audits)
+
+
 S = TypeVar("S", bound=ServiceSettings)
 
 

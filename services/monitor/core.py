@@ -23,8 +23,9 @@ class _Acc:
     received_from: dict[str, float] = field(default_factory=dict)
     processed: float = 0.0
     emitted: float = 0.0
-    queued: float = 0.0
+    queued_by_replica: dict[int, float] = field(default_factory=dict)
     busy_s: float = 0.0
+    dead_lettered: float = 0.0
     active: int = 0
     seen: bool = False
 
@@ -75,8 +76,10 @@ class IntervalAggregator:
             acc.received_from[src] = acc.received_from.get(src, 0.0) + n
         acc.processed += rec.processed
         acc.emitted += rec.emitted
-        acc.queued += rec.queued
+        if rec.queued is not None:  # a queue is a level, not a flow: keep the latest
+            acc.queued_by_replica[rec.replica] = rec.queued
         acc.busy_s += rec.busy_s
+        acc.dead_lettered += rec.dead_lettered
         acc.active = max(acc.active, rec.active_replicas)
         acc.seen = True
         iv.latencies.extend(rec.latency_ms)
@@ -103,7 +106,7 @@ class IntervalAggregator:
                 received_from=a.received_from,
                 processed=a.processed,
                 emitted=a.emitted,
-                queued=a.queued,
+                queued=sum(a.queued_by_replica.values()),
                 busy_s=a.busy_s,
                 et_ms=1000.0 * a.busy_s / a.processed if a.processed > 0 else 0.0,
                 active_replicas=a.active,

@@ -21,7 +21,8 @@ class OperatorCounters(Record):
     received_from: dict[str, float] = Field(default_factory=dict)
     processed: float = Field(default=0.0, ge=0)
     emitted: float = Field(default=0.0, ge=0)
-    queued: float = Field(default=0.0, ge=0)
+    queued: float | None = Field(default=None, ge=0)  # latest per replica; None: not reported
     busy_s: float = Field(default=0.0, ge=0)
+    dead_lettered: float = Field(default=0.0, ge=0)
     active_replicas: int = Field(default=1, ge=0)
     latency_ms: list[float] = Field(default_factory=list)

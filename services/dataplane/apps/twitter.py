@@ -1,0 +1,58 @@
+"""The PA-SPS Twitter application (§4.1.1): parse, classify by content, by author, store."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from services.dataplane.envelope import BadEvent
+
+TOPICS = {
+    "health": re.compile(r"\b(covid|vaccine|virus|mask|hospital)\b", re.I),
+    "politics": re.compile(r"\b(election|vote|government|minister|law)\b", re.I),
+    "sports": re.compile(r"\b(match|goal|team|league|win)\b", re.I),
+}
+WORDS = ("covid vaccine virus mask hospital election vote government minister law match goal "
+         "team league win today people world news great new").split()
+
+
+def parse(payload: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    tweet = json.loads(payload) if isinstance(payload, str) else payload
+    if not isinstance(tweet, dict) or not isinstance(tweet.get("text"), str):
+        raise BadEvent("parse: a tweet needs a 'text' string")
+    user = tweet.get("user") or {}
+    return [(None, {"text": tweet["text"], "user": str(user.get("screen_name", "")),
+                    "followers": int(user.get("followers_count", 0)),
+                    "verified": bool(user.get("verified", False))})]
+
+
+def classify_content(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    hits = [name for name, rx in TOPICS.items() if rx.search(t["text"])]
+    return [(None, {**t, "topic": hits[0] if hits else "other"})]
+
+
+def classify_author(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    kind = "influencer" if t["verified"] or t["followers"] > 10_000 else "regular"
+    return [(None, {**t, "author_class": kind})]
+
+
+def store(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    ctx.redis.hincrby(f"{ctx.prefix}:app:twitter:counts", f"{t['topic']}:{t['author_class']}", 1)
+    return []
+
+
+OPERATORS = {"parse": parse, "classify_content": classify_content,
+             "classify_author": classify_author, "store": store}
+
+
+def generate(n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
+    """Sample tweets shaped like the Twitter API's."""
+    rng = random.Random(seed)
+    for k in range(n):
+        yield {"id": k, "text": " ".join(rng.choices(WORDS, k=rng.randint(5, 15))),
+               "user": {"screen_name": f"user{rng.randint(1, 5000)}",
+                        "followers_count": int(rng.paretovariate(1.2) * 100),
+                        "verified": rng.random() < 0.02}}

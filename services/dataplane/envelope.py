@@ -1,0 +1,42 @@
+"""The event envelope on operator topics: the id and send time travel end to end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+class BadEvent(ValueError):
+    """An event an operator cannot take; the message is the dead-letter reason."""
+
+
+@dataclass(frozen=True)
+class Envelope:
+    id: str
+    ts: float  # when the producer sent it (epoch seconds): end-to-end latency starts here
+    src: str  # the operator that emitted it ("source" for ingress)
+    payload: Any
+
+    def encode(self) -> bytes:
+        return json.dumps({"id": self.id, "ts": self.ts, "src": self.src, "payload": self.payload},
+                          separators=(",", ":")).encode()
+
+    def forward(self, src: str, payload: Any) -> Envelope:
+        return Envelope(self.id, self.ts, src, payload)
+
+
+def decode(raw: bytes | None) -> Envelope:
+    if raw is None:
+        raise BadEvent("empty event")
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadEvent(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or "id" not in doc or "payload" not in doc:
+        raise BadEvent("an event is an object with 'id' and 'payload'")
+    try:
+        return Envelope(str(doc["id"]), float(doc.get("ts", 0.0)), str(doc.get("src", "source")),
+                        doc["payload"])
+    except (TypeError, ValueError) as exc:
+        raise BadEvent(f"bad envelope field: {exc}") from None

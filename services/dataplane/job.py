@@ -1,0 +1,100 @@
+"""The Spark application: one streaming query per operator of the topology."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from shared import topology as topology_mod
+from shared.kafka_admin import ensure_topics
+from shared.knowledge_base import Keys
+from shared.settings import DataplaneSettings
+from shared.topics import Topics
+
+
+def spark_session(settings: DataplaneSettings) -> Any:
+    from pyspark.sql import SparkSession
+
+    # The workers must run this interpreter (the venv with pyarrow and the project).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return (
+        SparkSession.builder.appName("elastic-sps-dataplane")
+        .master(settings.spark_master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+
+
+def create_topics(settings: DataplaneSettings, topo: Any) -> None:
+    """One partition per replica slot of each operator's pool."""
+    for op in topo.operators:
+        ensure_topics(settings.kafka_bootstrap_servers, [Topics.operator(op.name)],
+                      partitions=op.max_replicas)
+    ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
+
+
+def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
+    from services.dataplane.source import SpsKafkaSource
+
+    topo = topology_mod.load(settings.topology)
+    spark.dataSource.register(SpsKafkaSource)
+    keys = Keys(settings.key_prefix)
+    queries = []
+    ckpt = Path(settings.checkpoint_dir)
+    for op in topo.operators:
+        df = (
+            spark.readStream.format("sps_kafka")
+            .option("operator", op.name)
+            .option("topology", settings.topology)
+            .option("bootstrap", settings.kafka_bootstrap_servers)
+            .option("redis_url", settings.redis_url)
+            .option("prefix", settings.key_prefix)
+            .option("td", str(settings.td))
+            .option("max_per_task", str(settings.max_events_per_task))
+            .option("synthetic_cost", "1" if settings.synthetic_cost else "0")
+            .option("track_sink_ids", "1" if settings.track_sink_ids else "0")
+            .option("metrics_topic", settings.topics.metrics)
+            .option("deadletter_topic", settings.topics.deadletter)
+            .load()
+        )
+        q = (
+            df.writeStream.format("noop")
+            .queryName(f"op_{op.name}")
+            .option("checkpointLocation", str(ckpt / op.name))
+            .trigger(processingTime=f"{int(settings.trigger_ms)} milliseconds")
+            .start()
+        )
+        queries.append(q)
+    import redis
+
+    r = redis.Redis.from_url(settings.redis_url)
+    r.rpush(f"{keys.prefix}:dp:runs", json.dumps({q.name: q.runId for q in queries}))
+    return queries
+
+
+def run(settings: DataplaneSettings) -> None:
+    topo = topology_mod.load(settings.topology)
+    create_topics(settings, topo)
+    spark = spark_session(settings)
+    spark.sparkContext.setLogLevel("WARN")
+    queries = start_queries(spark, settings)
+    print(f"dataplane: {len(queries)} queries running for {topo.name}", flush=True)
+    try:
+        while all(q.isActive for q in queries):
+            time.sleep(0.5)
+        for q in queries:
+            if q.exception() is not None:
+                raise RuntimeError(f"query {q.name} failed: {q.exception()}")
+    finally:
+        for q in queries:
+            q.stop()
+        spark.stop()

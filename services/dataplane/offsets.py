@@ -1,0 +1,81 @@
+"""The true end of every dataplane partition, recorded by the producers themselves.
+
+The embedded broker's ListOffsets is wrong for multi-record batches (see
+../shared/ARCHITECTURE.md), and every dataplane topic is written by this project's code:
+each producer reads the exact offset of each record from its delivery reports and raises
+``{prefix}:ends:{topic}`` (a hash partition -> end) with a max-update, so several
+producers writing one partition never move an end backwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import Producer
+
+from shared.knowledge_base import Keys
+
+_RAISE = """
+for i = 1, #ARGV, 2 do
+  local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0')
+  if tonumber(ARGV[i + 1]) > cur then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+return 1
+"""
+
+
+def ends_key(keys: Keys, topic: str) -> str:
+    return f"{keys.prefix}:ends:{topic}"
+
+
+def read_ends(redis: Any, keys: Keys, topic: str, partitions: int) -> list[int]:
+    raw = redis.hgetall(ends_key(keys, topic))
+    ends = [0] * partitions
+    for k, v in raw.items():
+        j = int(k)
+        if j < partitions:
+            ends[j] = int(v)
+    return ends
+
+
+class TrackedProducer:
+    """A confluent-kafka producer whose ``flush`` also publishes the partitions' ends."""
+
+    def __init__(self, bootstrap: str, redis: Any, keys: Keys, **conf: Any) -> None:
+        self.p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+        self.redis = redis
+        self.keys = keys
+        self._ends: dict[tuple[str, int], int] = {}
+        self.failed = 0
+        self._raise = redis.register_script(_RAISE)
+
+    def _report(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failed += 1
+            return
+        key = (msg.topic(), msg.partition())
+        end = msg.offset() + 1
+        if end > self._ends.get(key, 0):
+            self._ends[key] = end
+
+    def produce(self, topic: str, value: bytes, partition: int, key: bytes | None = None) -> None:
+        while True:
+            try:
+                self.p.produce(topic, value=value, key=key, partition=partition,
+                               on_delivery=self._report)
+                return
+            except BufferError:  # local queue full: let deliveries drain
+                self.p.poll(0.05)
+
+    def flush(self, timeout: float = 30.0) -> None:
+        left = self.p.flush(timeout)
+        if left:
+            raise RuntimeError(f"{left} records not delivered within {timeout}s")
+        if self.failed:
+            raise RuntimeError(f"{self.failed} records failed delivery")
+        by_topic: dict[str, list[int]] = {}
+        for (topic, part), end in self._ends.items():
+            by_topic.setdefault(topic, []).extend([part, end])
+        for topic, args in by_topic.items():
+            self._raise(keys=[ends_key(self.keys, topic)], args=args)
+        self._ends.clear()
