@@ -44,7 +44,7 @@ def counters(interval: int, rate: float) -> list[OperatorCounters]:
     return recs
 
 
-def read_all(bootstrap: str, topic: str, timeout: float = 2.0) -> list[dict]:
+def read_all(bootstrap: str, topic: str, timeout: float = 2.0, max_s: float = 20.0) -> list[dict]:
     """Everything on partition 0 of ``topic``, skipping what is not JSON (the test's own
     malformed records). aiokafka: it reads the embedded broker's batches reliably."""
     import asyncio
@@ -62,8 +62,8 @@ def read_all(bootstrap: str, topic: str, timeout: float = 2.0) -> list[dict]:
         await c.start()
         out: list[dict] = []
         try:
-            quiet = time.monotonic()
-            while time.monotonic() - quiet < timeout:
+            quiet = begin = time.monotonic()
+            while time.monotonic() - quiet < timeout and time.monotonic() - begin < max_s:
                 batch = await c.getmany(timeout_ms=200)
                 for msgs in batch.values():
                     quiet = time.monotonic()
