@@ -21,9 +21,9 @@ from confluent_kafka import Producer
 from shared import embedded
 from shared.contracts.metrics import OperatorCounters
 from shared.kafka_admin import ensure_topics
+from shared.kafka_io import read_topic as read_all
 from shared.topics import Topics
 from shared.topology import Operator, linear
-from tests.integration.test_mape_services import read_all
 from tests.support.processes import ServiceProcess
 
 
@@ -37,15 +37,21 @@ def main() -> None:
     topics = Topics()
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
         ensure_topics(bootstrap, topics.control())
-        env = {"SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SPS_REDIS_URL": redis_url,
-               "SPS_TD": "1", "SPS_TOPOLOGY": str(path), "SPS_CLOSE_GRACE_S": "0.05"}
+        env = {
+            "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "SPS_REDIS_URL": redis_url,
+            "SPS_TD": "1",
+            "SPS_TOPOLOGY": str(path),
+            "SPS_CLOSE_GRACE_S": "0.05",
+        }
         procs = [ServiceProcess(n, env).start() for n in ("monitor", "analyze", "plan", "execute")]
         try:
             for p in procs:
                 p.wait_healthy()
             time.sleep(5)
-            producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1,
-                                 "linger.ms": 0})
+            producer = Producer(
+                {"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0}
+            )
             start = math.floor(time.time()) + 1
             for k in range(args.intervals):
                 interval = start + k
@@ -54,10 +60,17 @@ def main() -> None:
                 recs = [OperatorCounters(interval=interval, operator="source", processed=rate)]
                 prev = "source"
                 for op in topo.names:
-                    recs.append(OperatorCounters(interval=interval, operator=op,
-                                                 received_from={prev: rate}, processed=rate,
-                                                 emitted=rate, busy_s=rate * 0.001,
-                                                 active_replicas=1))
+                    recs.append(
+                        OperatorCounters(
+                            interval=interval,
+                            operator=op,
+                            received_from={prev: rate},
+                            processed=rate,
+                            emitted=rate,
+                            busy_s=rate * 0.001,
+                            active_replicas=1,
+                        )
+                    )
                     prev = op
                 for r in recs:
                     producer.produce(topics.metrics, value=r.model_dump_json())
@@ -69,13 +82,19 @@ def main() -> None:
                 p.stop()
     from_close = np.array([a["plan_latency_s"] for a in actions])
     from_end = np.array([a["applied_at"] - (int(a["plan_id"].split("-")[1]) + 1) for a in actions])
-    print(json.dumps({
-        "operators": 10, "td_s": 1, "plans_applied": len(actions),
-        "close_to_redis_ms_median": round(1000 * float(np.median(from_close)), 1),
-        "close_to_redis_ms_p99": round(1000 * float(np.percentile(from_close, 99)), 1),
-        "interval_end_to_redis_ms_median": round(1000 * float(np.median(from_end)), 1),
-        "interval_end_to_redis_ms_p99": round(1000 * float(np.percentile(from_end, 99)), 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "operators": 10,
+                "td_s": 1,
+                "plans_applied": len(actions),
+                "close_to_redis_ms_median": round(1000 * float(np.median(from_close)), 1),
+                "close_to_redis_ms_p99": round(1000 * float(np.percentile(from_close, 99)), 1),
+                "interval_end_to_redis_ms_median": round(1000 * float(np.median(from_end)), 1),
+                "interval_end_to_redis_ms_p99": round(1000 * float(np.percentile(from_end, 99)), 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -135,8 +135,31 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Until the service ensemble runs, the demo is the simulator's comparison on a
-    bundled spike trace, with its plot written to a run folder."""
+    """up + replay of a bundled spike trace + drain + report (``--simulate``: the
+    simulator's comparison only, no services)."""
+    if not args.simulate:
+        from pathlib import Path
+
+        from services.ensemble import demo
+
+        out = demo.run(
+            topology=args.topology,
+            trace_name=args.trace,
+            duration=args.duration,
+            policy=args.policy,
+            predictor=args.predictor,
+            peak_rate=args.peak_rate,
+            tau_ms=args.tau_ms,
+            run_dir=Path(args.out) if args.out else None,
+            live=not args.json,
+        )
+        if args.json:
+            print(json.dumps(out["report"]))
+        else:
+            from services.ensemble.report import print_report
+
+            print_report(out["report"], [Path(p) for p in out["plots"]])
+        return 0
     import time
     from pathlib import Path
 
@@ -201,7 +224,50 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
     return 0
 
 
-SERVICES = ("monitor", "analyze", "plan", "execute")
+SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from services.ensemble.supervisor import up
+
+    with up(args.topology, Path(args.out), args.policy, args.predictor, args.tau_ms) as ens:
+        print(f"kafka {ens.bootstrap}  redis {ens.redis_url}")
+        for name, url in ens.urls().items():
+            print(f"{name:9s} {url}")
+        print("running; Ctrl-C stops everything", flush=True)
+        try:
+            while all(c.alive() for c in ens.children):
+                time.sleep(0.5)
+            dead = [c.name for c in ens.children if not c.alive()]
+            print(f"stopped: {dead} exited (logs in {args.out})", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("stopping...", flush=True)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import uuid
+
+    from services.ensemble.replay import played, replay
+    from shared import topology, traces
+    from shared.settings import ServiceSettings
+
+    settings = ServiceSettings()
+    topo = topology.load(args.topology)
+    ticks = played(traces.load(args.trace), args.speedup, args.peak_rate)
+    sent = replay(
+        args.bootstrap or settings.kafka_bootstrap_servers,
+        settings.topics.ingress,
+        topo,
+        ticks,
+        uuid.uuid4().hex[:8],
+    )
+    print(f"sent {sent} events")
+    return 0
 
 
 def cmd_service(args: argparse.Namespace) -> int:
@@ -224,8 +290,12 @@ def cmd_rescale(args: argparse.Namespace) -> int:
 
     settings = ServiceSettings()
     req = RescaleRequest(
-        request_id=uuid.uuid4().hex, operator=args.operator, replicas=args.replicas,
-        add=args.add, remove=args.remove, input_eps=args.input_eps,
+        request_id=uuid.uuid4().hex,
+        operator=args.operator,
+        replicas=args.replicas,
+        add=args.add,
+        remove=args.remove,
+        input_eps=args.input_eps,
     )
     producer = Producer({"bootstrap.servers": args.bootstrap or settings.kafka_bootstrap_servers})
     producer.produce(settings.topics.requests, key=req.request_id, value=encode(req))
@@ -263,12 +333,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_gen_trace)
 
-    p = sub.add_parser("demo", help="the demo: compare policies on a bundled spike trace")
+    p = sub.add_parser("demo", help="the whole ensemble on a spike trace, with a report")
     p.add_argument("--topology", default="twitter")
-    p.add_argument("--trace", default="spikes")
+    p.add_argument("--trace", default="short-spikes")
+    p.add_argument("--duration", type=float, default=120.0, help="seconds of replay")
+    p.add_argument("--policy", default="pa-sps")
+    p.add_argument("--predictor", default="lr")
+    p.add_argument("--peak-rate", type=float, help="default: the rate needing ~80%% of the pool")
+    p.add_argument("--tau-ms", type=float, help="LAS queuing-latency goal (default: no shedding)")
     p.add_argument("--out", help="run folder (default runs/demo-<time>)")
+    p.add_argument("--simulate", action="store_true", help="simulator comparison only")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("up", help="start the ensemble on this machine until Ctrl-C")
+    p.add_argument("--topology", default="twitter")
+    p.add_argument("--policy", default="pa-sps")
+    p.add_argument("--predictor", default="lr")
+    p.add_argument("--tau-ms", type=float)
+    p.add_argument("--out", default="runs/up")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("replay", help="produce a trace's events into sps.ingress")
+    p.add_argument("--topology", default="twitter")
+    p.add_argument("--trace", default="short-spikes")
+    p.add_argument("--peak-rate", type=float)
+    p.add_argument("--speedup", type=float, default=1.0)
+    p.add_argument("--bootstrap", help="default SPS_KAFKA_BOOTSTRAP_SERVERS")
+    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("shed-sim", help="LAS and its baselines in the paper's setup (virtual time)")
     p.add_argument(

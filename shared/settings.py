@@ -53,6 +53,13 @@ class ExecuteSettings(ServiceSettings):
     redis_retry_max_s: float = Field(default=5.0, gt=0)
 
 
+class IngressSettings(ServiceSettings):
+    tau_ms: float | None = Field(default=None, gt=0)  # LAS goal; None: admit everything
+    key_field: str = "key"  # dotted path of the attribute the LAS sketches key on
+    write_shed: bool = False  # also write shed events to the sps.shed topic
+    batch: int = Field(default=5000, ge=1)
+
+
 class DataplaneSettings(ServiceSettings):
     spark_master: str = "local[2]"
     checkpoint_dir: str = "runs/checkpoints"

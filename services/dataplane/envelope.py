@@ -19,8 +19,10 @@ class Envelope:
     payload: Any
 
     def encode(self) -> bytes:
-        return json.dumps({"id": self.id, "ts": self.ts, "src": self.src, "payload": self.payload},
-                          separators=(",", ":")).encode()
+        return json.dumps(
+            {"id": self.id, "ts": self.ts, "src": self.src, "payload": self.payload},
+            separators=(",", ":"),
+        ).encode()
 
     def forward(self, src: str, payload: Any) -> Envelope:
         return Envelope(self.id, self.ts, src, payload)
@@ -36,7 +38,8 @@ def decode(raw: bytes | None) -> Envelope:
     if not isinstance(doc, dict) or "id" not in doc or "payload" not in doc:
         raise BadEvent("an event is an object with 'id' and 'payload'")
     try:
-        return Envelope(str(doc["id"]), float(doc.get("ts", 0.0)), str(doc.get("src", "source")),
-                        doc["payload"])
+        return Envelope(
+            str(doc["id"]), float(doc.get("ts", 0.0)), str(doc.get("src", "source")), doc["payload"]
+        )
     except (TypeError, ValueError) as exc:
         raise BadEvent(f"bad envelope field: {exc}") from None

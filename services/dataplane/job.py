@@ -37,8 +37,9 @@ def spark_session(settings: DataplaneSettings) -> Any:
 def create_topics(settings: DataplaneSettings, topo: Any) -> None:
     """One partition per replica slot of each operator's pool."""
     for op in topo.operators:
-        ensure_topics(settings.kafka_bootstrap_servers, [Topics.operator(op.name)],
-                      partitions=op.max_replicas)
+        ensure_topics(
+            settings.kafka_bootstrap_servers, [Topics.operator(op.name)], partitions=op.max_replicas
+        )
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
 
 

@@ -61,8 +61,9 @@ class TrackedProducer:
     def produce(self, topic: str, value: bytes, partition: int, key: bytes | None = None) -> None:
         while True:
             try:
-                self.p.produce(topic, value=value, key=key, partition=partition,
-                               on_delivery=self._report)
+                self.p.produce(
+                    topic, value=value, key=key, partition=partition, on_delivery=self._report
+                )
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.p.poll(0.05)

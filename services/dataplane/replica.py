@@ -38,8 +38,9 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def run_replica(o: dict[str, str], operator: str, replica: int, start: int, end: int,
-                active: int) -> tuple[int, int, int, int, int, int, float]:
+def run_replica(
+    o: dict[str, str], operator: str, replica: int, start: int, end: int, active: int
+) -> tuple[int, int, int, int, int, int, float]:
     import redis as redis_lib
 
     from shared import topology
@@ -70,7 +71,9 @@ def run_replica(o: dict[str, str], operator: str, replica: int, start: int, end:
     track_ids = o.get("track_sink_ids") == "1"
     las = None
     if operator in topo.entry_operators and o.get("las", "1") == "1":
-        las = _cached(("las", operator, replica, keys.prefix), lambda: _las_operator(r, operator, keys))
+        las = _cached(
+            ("las", operator, replica, keys.prefix), lambda: _las_operator(r, operator, keys)
+        )
 
     received_from: dict[str, float] = {}
     processed = emitted = dead = 0
@@ -80,11 +83,18 @@ def run_replica(o: dict[str, str], operator: str, replica: int, start: int, end:
     las_times: list[float] = []
     sink_ids: list[str] = []
     if end > start:
-        consumer: Consumer = _cached(("consumer", o["bootstrap"]), lambda: Consumer({
-            "bootstrap.servers": o["bootstrap"], "group.id": "sps-dataplane",
-            "enable.auto.commit": False, "enable.partition.eof": False,
-            "fetch.wait.max.ms": 50,
-        }))
+        consumer: Consumer = _cached(
+            ("consumer", o["bootstrap"]),
+            lambda: Consumer(
+                {
+                    "bootstrap.servers": o["bootstrap"],
+                    "group.id": "sps-dataplane",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    "fetch.wait.max.ms": 50,
+                }
+            ),
+        )
         topic = Topics.operator(operator)
         consumer.assign([TopicPartition(topic, replica, start)])
         offset = start
@@ -122,8 +132,12 @@ def run_replica(o: dict[str, str], operator: str, replica: int, start: int, end:
                     targets = [dst] if dst is not None else successors
                     for s in targets:
                         part = routers[s].choose()
-                        producer.produce(Topics.operator(s), ev.forward(operator, payload).encode(),
-                                         partition=part, key=msg.key())
+                        producer.produce(
+                            Topics.operator(s),
+                            ev.forward(operator, payload).encode(),
+                            partition=part,
+                            key=msg.key(),
+                        )
                         emitted += 1
                 if is_sink:
                     if len(latencies) < 200:
@@ -140,9 +154,16 @@ def run_replica(o: dict[str, str], operator: str, replica: int, start: int, end:
         las.update_batch(np.asarray(las_keys, dtype=np.int64), np.asarray(las_times))
     r.hset(keys.utilisation(operator), str(replica), min(1.0, processed * op.et_s / td))
     rec = OperatorCounters(
-        interval=int(time.time() // td), operator=operator, replica=replica,
-        received_from=received_from, processed=processed, emitted=emitted, busy_s=busy,
-        dead_lettered=dead, active_replicas=active, latency_ms=latencies,
+        interval=int(time.time() // td),
+        operator=operator,
+        replica=replica,
+        received_from=received_from,
+        processed=processed,
+        emitted=emitted,
+        busy_s=busy,
+        dead_lettered=dead,
+        active_replicas=active,
+        latency_ms=latencies,
     )
     producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
     producer.p.flush(10)
@@ -162,10 +183,23 @@ def _las_operator(r: Any, operator: str, keys: Keys) -> Any:
     return LasOperator(pub.publish_sketch, pub.send_delta, seed=zlib.crc32(operator.encode()))
 
 
-def _dead_letter(producer: TrackedProducer, topic: str, operator: str, src_topic: str,
-                 replica: int, msg: Any, exc: Exception) -> None:
+def _dead_letter(
+    producer: TrackedProducer,
+    topic: str,
+    operator: str,
+    src_topic: str,
+    replica: int,
+    msg: Any,
+    exc: Exception,
+) -> None:
     raw = msg.value() or b""
-    rec = DeadLetter(service=f"dataplane:{operator}", topic=src_topic, partition=replica,
-                     offset=msg.offset(), reason=str(exc) or type(exc).__name__,
-                     payload=raw[:2000].decode("utf-8", "replace"), at=time.time())
+    rec = DeadLetter(
+        service=f"dataplane:{operator}",
+        topic=src_topic,
+        partition=replica,
+        offset=msg.offset(),
+        reason=str(exc) or type(exc).__name__,
+        payload=raw[:2000].decode("utf-8", "replace"),
+        at=time.time(),
+    )
     producer.produce(topic, rec.model_dump_json().encode(), partition=0)

@@ -16,8 +16,10 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-SCHEMA = ("replica INT, start LONG, end LONG, processed LONG, emitted LONG, "
-          "dead_lettered LONG, busy_s DOUBLE")
+SCHEMA = (
+    "replica INT, start LONG, end LONG, processed LONG, emitted LONG, "
+    "dead_lettered LONG, busy_s DOUBLE"
+)
 
 
 class ReplicaTask(InputPartition):
@@ -87,8 +89,10 @@ class OperatorReader(DataSourceStreamReader):
         from shared.topics import Topics
 
         ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
-        return {str(j): min(ends[j], int(start.get(str(j), 0)) + self.max_per_task)
-                for j in range(self._pool())}
+        return {
+            str(j): min(ends[j], int(start.get(str(j), 0)) + self.max_per_task)
+            for j in range(self._pool())
+        }
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         active = self._active()
@@ -100,9 +104,17 @@ class OperatorReader(DataSourceStreamReader):
             elif e > s:
                 tasks.append(ReplicaTask(j, s, e, active, drain=True))
         log = f"{self._keys().prefix}:dp:{self.operator}:batches"
-        self._redis().rpush(log, json.dumps({"active": active, "tasks": len(tasks),
-                                             "drain": sum(t.drain for t in tasks),  # type: ignore[attr-defined]
-                                             "at": time.time()}))
+        self._redis().rpush(
+            log,
+            json.dumps(
+                {
+                    "active": active,
+                    "tasks": len(tasks),
+                    "drain": sum(t.drain for t in tasks),  # type: ignore[attr-defined]
+                    "at": time.time(),
+                }
+            ),
+        )
         self._redis().ltrim(log, -1000, -1)
         return tasks
 
@@ -118,13 +130,20 @@ class OperatorReader(DataSourceStreamReader):
         ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
         queued = sum(max(0, ends[j] - int(end.get(str(j), 0))) for j in range(self._pool()))
         td = float(self.o.get("td", "1"))
-        rec = OperatorCounters(interval=int(time.time() // td), operator=self.operator,
-                               replica=0, queued=queued, active_replicas=self._active())
+        rec = OperatorCounters(
+            interval=int(time.time() // td),
+            operator=self.operator,
+            replica=0,
+            queued=queued,
+            active_replicas=self._active(),
+        )
         if self._producer is None:
-            self._producer = Producer({"bootstrap.servers": self.o["bootstrap"], "linger.ms": 0,
-                                       "batch.num.messages": 1})
-        self._producer.produce(self.o.get("metrics_topic", "sps.metrics"),
-                               value=rec.model_dump_json().encode())
+            self._producer = Producer(
+                {"bootstrap.servers": self.o["bootstrap"], "linger.ms": 0, "batch.num.messages": 1}
+            )
+        self._producer.produce(
+            self.o.get("metrics_topic", "sps.metrics"), value=rec.model_dump_json().encode()
+        )
         self._producer.flush(10)
 
     # -- executor side -----------------------------------------------------------------
@@ -132,5 +151,11 @@ class OperatorReader(DataSourceStreamReader):
         from services.dataplane.replica import run_replica
 
         assert isinstance(partition, ReplicaTask)
-        yield run_replica(self.o, self.operator, partition.replica, partition.start,
-                          partition.end, partition.active)
+        yield run_replica(
+            self.o,
+            self.operator,
+            partition.replica,
+            partition.start,
+            partition.end,
+            partition.active,
+        )

@@ -34,6 +34,7 @@ class _Acc:
 class _Interval:
     ops: dict[str, _Acc]
     input_events: float = 0.0
+    shed: float = 0.0
     latencies: list[float] = field(default_factory=list)
     late: int = 0
 
@@ -70,6 +71,7 @@ class IntervalAggregator:
         self.max_seen = max(self.max_seen, k)
         if rec.operator == SOURCE:
             iv.input_events += rec.processed
+            iv.shed += rec.shed
             return True
         acc = iv.ops[rec.operator]
         for src, n in rec.received_from.items():
@@ -120,6 +122,7 @@ class IntervalAggregator:
             operators=ops,
             latency_ms_mean=float(lat.mean()) if len(lat) else None,
             latency_ms_p99=float(np.percentile(lat, 99)) if len(lat) else None,
+            shed_events=iv.shed,
             late_records=iv.late,
             closed_at=time.time() if now is None else now,
         )

@@ -15,9 +15,9 @@ import redis
 from services.dataplane.apps import twitter
 from services.dataplane.envelope import Envelope
 from services.dataplane.offsets import TrackedProducer
+from shared.kafka_io import read_topic as read_all
 from shared.knowledge_base import Keys
 from shared.topics import Topics
-from tests.integration.test_mape_services import read_all
 
 pytestmark = pytest.mark.integration
 
@@ -25,17 +25,27 @@ pytestmark = pytest.mark.integration
 def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, redis_url, tmp_path):
     tag = uuid.uuid4().hex[:6]
     keys = Keys(tag)
-    topics = {f"SPS_TOPICS__{k.upper()}": f"{tag}.{v}" for k, v in
-              {"metrics": "sps.metrics", "deadletter": "sps.deadletter"}.items()}
-    env = {**os.environ, "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "SPS_REDIS_URL": redis_url,
-           "SPS_KEY_PREFIX": tag, "SPS_TRACK_SINK_IDS": "true", "SPS_TOPOLOGY": "twitter",
-           "SPS_CHECKPOINT_DIR": str(tmp_path / "ckpt"), **topics}
+    topics = {
+        f"SPS_TOPICS__{k.upper()}": f"{tag}.{v}"
+        for k, v in {"metrics": "sps.metrics", "deadletter": "sps.deadletter"}.items()
+    }
+    env = {
+        **os.environ,
+        "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "SPS_REDIS_URL": redis_url,
+        "SPS_KEY_PREFIX": tag,
+        "SPS_TRACK_SINK_IDS": "true",
+        "SPS_TOPOLOGY": "twitter",
+        "SPS_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
+        **topics,
+    }
     r = redis.Redis.from_url(redis_url)
     # Operator topics are shared by name across runs; a fresh prefix gives fresh ends, so
     # start from whatever the broker holds: record current ends as the starting point.
     log = (tmp_path / "job.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "services.dataplane"], env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.dataplane"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + 120
         while not r.exists(f"{tag}:dp:runs"):
@@ -51,8 +61,12 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
             for k in range(step * n // 4, (step + 1) * n // 4):
                 tw = tweets[k]
                 env_ = Envelope(f"{tag}-{k}", time.time(), "source", tw)
-                producer.produce(Topics.operator("parse"), env_.encode(), partition=0,
-                                 key=tw["user"]["screen_name"].encode())
+                producer.produce(
+                    Topics.operator("parse"),
+                    env_.encode(),
+                    partition=0,
+                    key=tw["user"]["screen_name"].encode(),
+                )
                 sent += 1
             producer.produce(Topics.operator("parse"), b"{broken", partition=0)
             producer.flush()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import signal
@@ -14,6 +13,7 @@ from confluent_kafka import Producer
 
 from shared.contracts.metrics import OperatorCounters
 from shared.kafka_admin import ensure_topics
+from shared.kafka_io import read_topic
 from shared.knowledge_base import Keys
 from shared.topics import Topics
 from tests.support.processes import ServiceProcess
@@ -45,36 +45,7 @@ def counters(interval: int, rate: float) -> list[OperatorCounters]:
 
 
 def read_all(bootstrap: str, topic: str, timeout: float = 2.0, max_s: float = 20.0) -> list[dict]:
-    """Everything on partition 0 of ``topic``, skipping what is not JSON (the test's own
-    malformed records). aiokafka: it reads the embedded broker's batches reliably."""
-    import asyncio
-
-    from aiokafka import AIOKafkaConsumer
-
-    async def run() -> list[dict]:
-        c = AIOKafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            auto_offset_reset="earliest",
-            group_id=None,
-            enable_auto_commit=False,
-        )
-        await c.start()
-        out: list[dict] = []
-        try:
-            quiet = begin = time.monotonic()
-            while time.monotonic() - quiet < timeout and time.monotonic() - begin < max_s:
-                batch = await c.getmany(timeout_ms=200)
-                for msgs in batch.values():
-                    quiet = time.monotonic()
-                    for m in msgs:
-                        with contextlib.suppress(ValueError):
-                            out.append(json.loads(m.value))
-        finally:
-            await c.stop()
-        return out
-
-    return asyncio.run(run())
+    return read_topic(bootstrap, topic, timeout, max_s)
 
 
 @pytest.fixture

@@ -22,8 +22,11 @@ def test_monitor_sums_replicas_and_reports_silent_operators():
     agg = IntervalAggregator(TOPO, td=1.0)
     agg.add(rec(10, "source", 100))
     agg.add(rec(10, "parse", 60, replica=0, received_from={"source": 60}, busy_s=0.03))
-    agg.add(rec(10, "parse", 40, replica=1, received_from={"source": 40}, busy_s=0.02,
-                active_replicas=2))
+    agg.add(
+        rec(
+            10, "parse", 40, replica=1, received_from={"source": 40}, busy_s=0.02, active_replicas=2
+        )
+    )
     assert agg.due(now=0) == []  # nothing newer yet, and the wall clock is far behind
     agg.add(rec(11, "source", 5))
     assert agg.due(now=0) == [10]

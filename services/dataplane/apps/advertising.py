@@ -49,20 +49,33 @@ def ip_processor(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     return []
 
 
-OPERATORS = {"deserialize": deserialize, "filter": filter_views, "ad_projection": ad_projection,
-             "ip_projection": ip_projection, "join": join,
-             "campaign_processor": campaign_processor, "ip_processor": ip_processor}
+OPERATORS = {
+    "deserialize": deserialize,
+    "filter": filter_views,
+    "ad_projection": ad_projection,
+    "ip_projection": ip_projection,
+    "join": join,
+    "campaign_processor": campaign_processor,
+    "ip_processor": ip_processor,
+}
 
 
 def seed_campaigns(redis: Any, prefix: str, ads: int = 1000, campaigns: int = 100) -> None:
-    redis.hset(f"{prefix}:app:advertising:campaigns",
-               mapping={f"ad{k}": f"campaign{k % campaigns}" for k in range(ads)})
+    redis.hset(
+        f"{prefix}:app:advertising:campaigns",
+        mapping={f"ad{k}": f"campaign{k % campaigns}" for k in range(ads)},
+    )
 
 
 def generate(n: int, seed: int = 0, ads: int = 1000) -> Iterator[dict[str, Any]]:
     rng = random.Random(seed)
     for k in range(n):
-        yield {"user_id": f"u{rng.randint(1, 10**6)}", "page_id": f"p{rng.randint(1, 1000)}",
-               "ad_id": f"ad{rng.randrange(ads)}", "ad_type": rng.choice(["banner", "modal", "mail"]),
-               "event_type": rng.choice(["view", "click", "purchase"]),
-               "event_time": 1_700_000_000_000 + k, "ip_address": f"10.1.{rng.randint(0, 255)}.{rng.randint(0, 255)}"}
+        yield {
+            "user_id": f"u{rng.randint(1, 10**6)}",
+            "page_id": f"p{rng.randint(1, 1000)}",
+            "ad_id": f"ad{rng.randrange(ads)}",
+            "ad_type": rng.choice(["banner", "modal", "mail"]),
+            "event_type": rng.choice(["view", "click", "purchase"]),
+            "event_time": 1_700_000_000_000 + k,
+            "ip_address": f"10.1.{rng.randint(0, 255)}.{rng.randint(0, 255)}",
+        }

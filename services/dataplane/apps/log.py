@@ -18,8 +18,12 @@ def parse(payload: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     m = LINE.match(payload if isinstance(payload, str) else "")
     if not m:
         raise BadEvent("parse: not a '<date> <time> <LEVEL> [component] message' log line")
-    return [(None, {"at": m.group(1), "level": m.group(2), "component": m.group(3),
-                    "message": m.group(4)})]
+    return [
+        (
+            None,
+            {"at": m.group(1), "level": m.group(2), "component": m.group(3), "message": m.group(4)},
+        )
+    ]
 
 
 def template(e: Any, ctx: Any) -> list[tuple[str | None, Any]]:
@@ -40,8 +44,12 @@ OPERATORS = {"parse": parse, "template": template, "count_level": count_level, "
 
 def generate(n: int, seed: int = 0) -> Iterator[str]:
     rng = random.Random(seed)
-    msgs = ["Received block blk_{} of size {} from 10.0.{}.{}", "Deleting block blk_{} file {}",
-            "PacketResponder {} for block blk_{} terminating", "Served block blk_{} to {}"]
+    msgs = [
+        "Received block blk_{} of size {} from 10.0.{}.{}",
+        "Deleting block blk_{} file {}",
+        "PacketResponder {} for block blk_{} terminating",
+        "Served block blk_{} to {}",
+    ]
     for k in range(n):
         level = rng.choices(["INFO", "WARN", "ERROR", "DEBUG"], [80, 10, 3, 7])[0]
         msg = rng.choice(msgs).format(*(rng.randint(1, 99999) for _ in range(4)))

@@ -15,8 +15,29 @@ TOPICS = {
     "politics": re.compile(r"\b(election|vote|government|minister|law)\b", re.I),
     "sports": re.compile(r"\b(match|goal|team|league|win)\b", re.I),
 }
-WORDS = ("covid vaccine virus mask hospital election vote government minister law match goal "
-         "team league win today people world news great new").split()
+WORDS = [
+    "covid",
+    "vaccine",
+    "virus",
+    "mask",
+    "hospital",
+    "election",
+    "vote",
+    "government",
+    "minister",
+    "law",
+    "match",
+    "goal",
+    "team",
+    "league",
+    "win",
+    "today",
+    "people",
+    "world",
+    "news",
+    "great",
+    "new",
+]
 
 
 def parse(payload: Any, ctx: Any) -> list[tuple[str | None, Any]]:
@@ -24,9 +45,17 @@ def parse(payload: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     if not isinstance(tweet, dict) or not isinstance(tweet.get("text"), str):
         raise BadEvent("parse: a tweet needs a 'text' string")
     user = tweet.get("user") or {}
-    return [(None, {"text": tweet["text"], "user": str(user.get("screen_name", "")),
-                    "followers": int(user.get("followers_count", 0)),
-                    "verified": bool(user.get("verified", False))})]
+    return [
+        (
+            None,
+            {
+                "text": tweet["text"],
+                "user": str(user.get("screen_name", "")),
+                "followers": int(user.get("followers_count", 0)),
+                "verified": bool(user.get("verified", False)),
+            },
+        )
+    ]
 
 
 def classify_content(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
@@ -44,15 +73,24 @@ def store(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     return []
 
 
-OPERATORS = {"parse": parse, "classify_content": classify_content,
-             "classify_author": classify_author, "store": store}
+OPERATORS = {
+    "parse": parse,
+    "classify_content": classify_content,
+    "classify_author": classify_author,
+    "store": store,
+}
 
 
 def generate(n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
     """Sample tweets shaped like the Twitter API's."""
     rng = random.Random(seed)
     for k in range(n):
-        yield {"id": k, "text": " ".join(rng.choices(WORDS, k=rng.randint(5, 15))),
-               "user": {"screen_name": f"user{rng.randint(1, 5000)}",
-                        "followers_count": int(rng.paretovariate(1.2) * 100),
-                        "verified": rng.random() < 0.02}}
+        yield {
+            "id": k,
+            "text": " ".join(rng.choices(WORDS, k=rng.randint(5, 15))),
+            "user": {
+                "screen_name": f"user{rng.randint(1, 5000)}",
+                "followers_count": int(rng.paretovariate(1.2) * 100),
+                "verified": rng.random() < 0.02,
+            },
+        }

@@ -1,0 +1,1 @@
+"""Running the whole ensemble on one machine: start, replay, watch, report."""

@@ -1,0 +1,80 @@
+"""Replay a trace into sps.ingress: the application's sample events at the trace's rate,
+each with a unique id and its send timestamp."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from confluent_kafka import Producer
+
+from services.dataplane.apps import advertising, log, twitter
+from shared.topology import Topology
+from shared.traces import Trace
+
+KEY_FIELDS = {"twitter": "user.screen_name", "advertising": "ad_id", "log": "key"}
+
+
+def sample_events(topo: Topology, seed: int = 0) -> Iterator[Any]:
+    if topo.name == "twitter":
+        return itertools.cycle(list(twitter.generate(5000, seed)))
+    if topo.name == "advertising":
+        return itertools.cycle(list(advertising.generate(5000, seed)))
+    if topo.name == "log":
+        return itertools.cycle(list(log.generate(5000, seed)))
+    return ({"key": f"k{k % 4096}", "value": k} for k in itertools.count())
+
+
+def played(trace: Trace, speedup: float, peak_eps: float | None) -> np.ndarray:
+    """Events per 100 ms tick when the trace plays ``speedup`` times faster, rescaled so the
+    played peak is ``peak_eps`` if given."""
+    if speedup <= 0:
+        raise ValueError(f"--speedup must be positive, got {speedup}")
+    per_tick = trace.per_interval(0.1 * speedup)
+    if peak_eps is not None and per_tick.max() > 0:
+        per_tick = per_tick * (peak_eps * 0.1 / per_tick.max())
+    return per_tick
+
+
+def replay(
+    bootstrap: str,
+    topic: str,
+    topo: Topology,
+    ticks: np.ndarray,
+    run_id: str,
+    stop: threading.Event | None = None,
+    seed: int = 0,
+) -> int:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
+    events = sample_events(topo, seed)
+    sent = 0
+    owed = 0.0
+    start = time.monotonic()
+    for k, n in enumerate(ticks):
+        if stop is not None and stop.is_set():
+            break
+        owed += float(n)
+        whole = int(owed)
+        owed -= whole
+        now = time.time()
+        for _ in range(whole):
+            doc = {"id": f"{run_id}-{sent}", "ts": now, "payload": next(events)}
+            while True:
+                try:
+                    producer.produce(topic, json.dumps(doc, separators=(",", ":")).encode())
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            sent += 1
+        producer.poll(0)
+        delay = start + (k + 1) * 0.1 - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    if producer.flush(30):
+        raise RuntimeError("replay: events not delivered within 30 s")
+    return sent

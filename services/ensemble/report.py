@@ -1,0 +1,157 @@
+"""The run report: counts (nothing vanished), scaling actions, the PA-SPS metrics, plots."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shared.topology import Topology
+
+
+def build(
+    topo: Topology,
+    sent: int,
+    ingress_counts: dict[str, float],
+    metrics: list[dict],
+    stats: list[dict],
+    analysis: list[dict],
+    actions: list[dict],
+) -> dict[str, Any]:
+    entry = set(topo.entry_operators)
+    processed = sum(m.get("processed", 0) for m in metrics if m.get("operator") in entry)
+    dead_entry = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") in entry)
+    dead_all = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") != "source")
+    admitted = int(ingress_counts.get("admitted", 0))
+    shed = int(ingress_counts.get("shed", 0))
+    ingress_dead = int(ingress_counts.get("dead_lettered", 0))
+    lat = np.array([x for m in metrics for x in m.get("latency_ms", [])])
+    applied = [a for a in actions if a.get("status") == "applied"]
+    out_n = sum(
+        1 for a in applied if any(v > a["previous"].get(k, v) for k, v in a["targets"].items())
+    )
+    in_n = sum(
+        1 for a in applied if any(v < a["previous"].get(k, v) for k, v in a["targets"].items())
+    )
+    stats = sorted(stats, key=lambda s: s["interval"])
+    pool = topo.pool_total
+    active_total = [sum(o["active_replicas"] for o in s["operators"].values()) for s in stats]
+    recv = np.array([sum(o["received"] for o in s["operators"].values()) for s in stats])
+    proc = np.array([sum(o["processed"] for o in s["operators"].values()) for s in stats])
+    busy = recv > 0
+    by_interval = {a["interval"]: a for a in analysis}
+    pred = [by_interval.get(s["interval"] - 1, {}).get("predicted_input") for s in stats]
+    pairs = [
+        (s["input_events"], p)
+        for s, p in zip(stats, pred, strict=True)
+        if p is not None and s["input_events"] > 0
+    ]
+    report = {
+        "sent": sent,
+        "admitted": admitted,
+        "shed": shed,
+        "processed": int(processed),
+        "dead_lettered": int(ingress_dead + dead_all),
+        "lost": int(admitted - processed - dead_entry),
+        "unkeyed": int(ingress_counts.get("unkeyed", 0)),
+        "scale_out_actions": out_n,
+        "scale_in_actions": in_n,
+        "latency_ms_mean": float(lat.mean()) if len(lat) else None,
+        "latency_ms_p99": float(np.percentile(lat, 99)) if len(lat) else None,
+        "shed_ratio": shed / (admitted + shed) if admitted + shed else 0.0,
+        "saved_resources": 1 - float(np.mean(active_total)) / pool if active_total else None,
+        "replicas_mean": float(np.mean(active_total)) if active_total else None,
+        "replicas_max": int(max(active_total)) if active_total else None,
+        "throughput_degradation": float(np.mean(np.abs(recv[busy] - proc[busy]) / recv[busy]))
+        if busy.any()
+        else None,
+        "processed_ratio": processed / admitted if admitted else None,
+        "error_input": float(np.mean([abs(a - p) / a for a, p in pairs])) if pairs else None,
+        "intervals": len(stats),
+    }
+    return report
+
+
+def plots(topo: Topology, stats: list[dict], run_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stats = sorted(stats, key=lambda s: s["interval"])
+    if not stats:
+        return []
+    t = np.array([s["interval"] - stats[0]["interval"] for s in stats]) * stats[0]["td"]
+    td = stats[0]["td"]
+    entry = topo.entry_operators
+    files = []
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.plot(t, [s["input_events"] / td for s in stats], label="input (events/s)")
+    ax.plot(
+        t,
+        [sum(s["operators"][e]["processed"] for e in entry) / td for s in stats],
+        label="throughput (entry operators)",
+    )
+    ax.legend()
+    ax.set_xlabel("s")
+    fig.tight_layout()
+    files.append(run_dir / "input_vs_throughput.png")
+    fig.savefig(files[-1], dpi=100)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for n in topo.names:
+        ax.step(t, [s["operators"][n]["active_replicas"] for s in stats], where="post", label=n)
+    ax.set_ylabel("active replicas")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    files.append(run_dir / "replicas.png")
+    fig.savefig(files[-1], dpi=100)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ratio = [s.get("shed_events", 0) / s["input_events"] if s["input_events"] else 0 for s in stats]
+    ax.plot(t, ratio)
+    ax.set_ylabel("shed ratio")
+    fig.tight_layout()
+    files.append(run_dir / "shed_ratio.png")
+    fig.savefig(files[-1], dpi=100)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.plot(t, [s.get("latency_ms_mean") or np.nan for s in stats], label="mean")
+    ax.plot(t, [s.get("latency_ms_p99") or np.nan for s in stats], label="p99")
+    ax.set_ylabel("end-to-end latency (ms)")
+    ax.legend()
+    fig.tight_layout()
+    files.append(run_dir / "latency.png")
+    fig.savefig(files[-1], dpi=100)
+    plt.close(fig)
+    return files
+
+
+def print_report(report: dict[str, Any], files: list[Path]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="elastic-sps demo report")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for k, v in report.items():
+        t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    Console().print(t)
+    for f in files:
+        print(f"plot: {f}")
+
+
+def save(report: dict[str, Any], run_dir: Path) -> None:
+    (run_dir / "report.json").write_text(json.dumps(report, indent=2))
+
+
+def per_operator_latest(stats: list[dict]) -> dict[str, Any]:
+    latest: dict[str, Any] = defaultdict(dict)
+    if stats:
+        s = max(stats, key=lambda x: x["interval"])
+        for n, o in s["operators"].items():
+            latest[n] = o
+    return latest

@@ -1,0 +1,41 @@
+"""Reading a whole topic back (reports, tests). aiokafka: it reads the embedded broker's
+batches reliably, and stops after ``quiet_s`` without news or ``max_s`` in all."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+
+def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 20.0) -> list[Any]:
+    """Every JSON record of ``topic`` (all partitions); non-JSON records are skipped."""
+    from aiokafka import AIOKafkaConsumer
+
+    async def run() -> list[Any]:
+        c = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="earliest",
+            group_id=None,
+            enable_auto_commit=False,
+        )
+        await c.start()
+        out: list[Any] = []
+        try:
+            quiet = begin = time.monotonic()
+            while time.monotonic() - quiet < quiet_s and time.monotonic() - begin < max_s:
+                batch = await c.getmany(timeout_ms=200)
+                for msgs in batch.values():
+                    quiet = time.monotonic()
+                    for m in msgs:
+                        try:
+                            out.append(json.loads(m.value))
+                        except ValueError:
+                            continue
+        finally:
+            await c.stop()
+        return out
+
+    return asyncio.run(run())
