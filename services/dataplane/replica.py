@@ -103,13 +103,15 @@ def run_replica(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{operator}[{replica}]: offsets {offset}..{end} not readable")
             for msg in consumer.consume(num_messages=min(2000, end - offset), timeout=0.5):
-                if msg.error():
-                    if msg.error().code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"{operator}[{replica}]: {msg.error()}")
+                err = msg.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(f"{operator}[{replica}]: {err}")
                     continue
-                if msg.offset() < offset or msg.offset() >= end:
+                at = msg.offset() or 0
+                if at < offset or at >= end:
                     continue
-                offset = msg.offset() + 1
+                offset = at + 1
                 t0 = time.perf_counter()
                 try:
                     ev = decode(msg.value())

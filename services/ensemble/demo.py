@@ -86,7 +86,8 @@ def run(
             if feed is not None:
                 feed.close()
         time.sleep(2)
-        counts = {k.decode(): float(v) for k, v in r.hgetall(f"{prefix}:ingress:counts").items()}
+        raw = r.hgetall(f"{prefix}:ingress:counts")
+        counts = {(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in raw.items()}
         metrics = read_topic(ens.bootstrap, topics.metrics, max_s=60)
         stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
         analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)

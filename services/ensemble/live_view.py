@@ -37,7 +37,7 @@ class Feed:
             if m is None or m.error():
                 continue
             try:
-                doc = json.loads(m.value())
+                doc = json.loads(m.value() or b"null")
             except ValueError:
                 continue
             if m.topic() == self._stats_topic:

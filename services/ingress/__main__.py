@@ -176,7 +176,7 @@ def main(settings: IngressSettings) -> None:
         ):
             counters[name].inc(v)
             counts[name] += v
-        r.hset(f"{keys.prefix}:ingress:counts", mapping=counts)
+        r.hset(f"{keys.prefix}:ingress:counts", mapping=dict(counts))  # type: ignore[arg-type]
     publish_interval(time.time() + settings.td)
     side.flush(10)
     consumer.close()

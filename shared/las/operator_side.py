@@ -33,7 +33,7 @@ def relative_error(snapshot: np.ndarray, pair: SketchPair) -> float:
 class LasOperator:
     def __init__(
         self,
-        publish_sketch: Callable[[SketchPair], None],
+        publish_sketch: Callable[[SketchPair], object],
         send_delta: Callable[[float], None],
         delta: float = 0.1,
         epsilon: float = 0.05,

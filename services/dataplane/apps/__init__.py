@@ -6,14 +6,14 @@ no application here pass events on, each edge keeping its declared fraction."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.dataplane.apps import advertising, log, twitter
 from shared.topology import Topology
 
 Output = list[tuple[str | None, Any]]
-OperatorFn = Callable[[Any, "Context"], Output]
+OperatorFn = Callable[[Any, Any], Output]  # (payload, Context)
 
 
 class Context:
@@ -26,7 +26,7 @@ class Context:
         self.event_id = event_id
 
 
-APPS: dict[str, dict[str, OperatorFn]] = {
+APPS: dict[str, Mapping[str, OperatorFn]] = {
     "twitter": twitter.OPERATORS,
     "log": log.OPERATORS,
     "advertising": advertising.OPERATORS,
