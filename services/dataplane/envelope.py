@@ -17,12 +17,13 @@ class Envelope:
     ts: float  # when the producer sent it (epoch seconds): end-to-end latency starts here
     src: str  # the operator that emitted it ("source" for ingress)
     payload: Any
+    adm: float | None = None  # when the ingress admitted it: queuing latency starts here
 
     def encode(self) -> bytes:
-        return json.dumps(
-            {"id": self.id, "ts": self.ts, "src": self.src, "payload": self.payload},
-            separators=(",", ":"),
-        ).encode()
+        doc = {"id": self.id, "ts": self.ts, "src": self.src, "payload": self.payload}
+        if self.adm is not None:
+            doc["adm"] = self.adm
+        return json.dumps(doc, separators=(",", ":")).encode()
 
     def forward(self, src: str, payload: Any) -> Envelope:
         return Envelope(self.id, self.ts, src, payload)
@@ -38,8 +39,10 @@ def decode(raw: bytes | None) -> Envelope:
     if not isinstance(doc, dict) or "id" not in doc or "payload" not in doc:
         raise BadEvent("an event is an object with 'id' and 'payload'")
     try:
+        adm = doc.get("adm")
         return Envelope(
-            str(doc["id"]), float(doc.get("ts", 0.0)), str(doc.get("src", "source")), doc["payload"]
+            str(doc["id"]), float(doc.get("ts", 0.0)), str(doc.get("src", "source")), doc["payload"],
+            float(adm) if adm is not None else None,
         )
     except (TypeError, ValueError) as exc:
         raise BadEvent(f"bad envelope field: {exc}") from None

@@ -79,6 +79,7 @@ def run_replica(
     processed = emitted = dead = 0
     busy = 0.0
     latencies: list[float] = []
+    queuing: list[float] = []
     las_keys: list[int] = []
     las_times: list[float] = []
     sink_ids: list[str] = []
@@ -113,6 +114,7 @@ def run_replica(
                     continue
                 offset = at + 1
                 t0 = time.perf_counter()
+                started = time.time()
                 try:
                     ev = decode(msg.value())
                     ctx.event_id = ev.id
@@ -126,6 +128,8 @@ def run_replica(
                 elapsed = time.perf_counter() - t0
                 busy += elapsed
                 processed += 1
+                if ev.adm is not None and len(queuing) < 500:
+                    queuing.append(1000.0 * (started - ev.adm))
                 received_from[ev.src] = received_from.get(ev.src, 0.0) + 1
                 if las is not None and isinstance(ev.payload, dict | str):
                     las_keys.append(_las_key(msg.key(), ev))
@@ -166,6 +170,7 @@ def run_replica(
         dead_lettered=dead,
         active_replicas=active,
         latency_ms=latencies,
+        queuing_ms=queuing,
     )
     producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
     producer.p.flush(10)

@@ -29,6 +29,7 @@ def build(
     shed = int(ingress_counts.get("shed", 0))
     ingress_dead = int(ingress_counts.get("dead_lettered", 0))
     lat = np.array([x for m in metrics for x in m.get("latency_ms", [])])
+    queuing = np.array([x for m in metrics for x in m.get("queuing_ms", [])])
     applied = [a for a in actions if a.get("status") == "applied"]
     out_n = sum(
         1 for a in applied if any(v > a["previous"].get(k, v) for k, v in a["targets"].items())
@@ -61,6 +62,7 @@ def build(
         "scale_in_actions": in_n,
         "latency_ms_mean": float(lat.mean()) if len(lat) else None,
         "latency_ms_p99": float(np.percentile(lat, 99)) if len(lat) else None,
+        "queuing_ms_mean": float(queuing.mean()) if len(queuing) else None,
         "shed_ratio": shed / (admitted + shed) if admitted + shed else 0.0,
         "saved_resources": 1 - float(np.mean(active_total)) / pool if active_total else None,
         "replicas_mean": float(np.mean(active_total)) if active_total else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -92,7 +92,7 @@ class Gate:
         if not parsed:
             return out
         if self.shedder is None:
-            out.admitted = [(ev, k.encode() if k else None) for ev, k in parsed]
+            out.admitted = [(replace(ev, adm=now), k.encode() if k else None) for ev, k in parsed]
             out.unkeyed = sum(1 for _, k in parsed if k is None)
             return out
         keyed = [(i, key_to_int(k)) for i, (_, k) in enumerate(parsed) if k is not None]
@@ -105,6 +105,6 @@ class Gate:
             if drop[i]:
                 out.shed.append(ev.encode())
             else:
-                out.admitted.append((ev, k.encode() if k else None))
+                out.admitted.append((replace(ev, adm=now), k.encode() if k else None))
                 out.unkeyed += k is None
         return out

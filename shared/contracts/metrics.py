@@ -27,4 +27,5 @@ class OperatorCounters(Record):
     shed: float = Field(default=0.0, ge=0)  # ingress: events dropped by the shedder
     unkeyed: float = Field(default=0.0, ge=0)  # ingress: admitted without the key attribute
     active_replicas: int = Field(default=1, ge=0)
-    latency_ms: list[float] = Field(default_factory=list)
+    latency_ms: list[float] = Field(default_factory=list)  # end to end, sampled at sinks
+    queuing_ms: list[float] = Field(default_factory=list)  # admitted -> processing, entry ops

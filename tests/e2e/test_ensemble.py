@@ -1,0 +1,70 @@
+"""The whole ensemble (broker, redis-server, Spark, ingress and the MAPE services) on a
+spike trace: the same test code against testcontainers or the embedded components."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from services.ensemble import demo
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def spike_run(tmp_path_factory):
+    out = demo.run(topology="twitter", trace_name="short-spikes", duration=60, live=False,
+                   run_dir=tmp_path_factory.mktemp("spike"), drain_s=90)
+    return out["report"]
+
+
+def test_scales_out_in_the_spike_and_in_after_it(spike_run):
+    assert spike_run["scale_out_actions"] >= 1
+    assert spike_run["scale_in_actions"] >= 1
+    assert spike_run["replicas_max"] > len(["parse", "classify_content", "classify_author", "store"])
+
+
+def test_every_event_is_accounted_for(spike_run):
+    assert spike_run["sent"] > 1000
+    assert spike_run["sent"] == spike_run["admitted"] + spike_run["shed"]
+    assert spike_run["lost"] == 0
+    assert spike_run["processed"] == spike_run["admitted"]
+
+
+def test_shedding_goal_forces_shedding_and_nothing_vanishes(tmp_path):
+    out = demo.run(topology="twitter", trace_name="short-spikes", duration=40, live=False,
+                   run_dir=tmp_path, tau_ms=5.0, peak_rate=6000, drain_s=90)
+    rep = out["report"]
+    assert rep["shed"] > 0
+    assert rep["sent"] == rep["admitted"] + rep["shed"]
+    assert rep["lost"] == 0
+
+
+def test_up_stops_every_process_on_ctrl_c(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "shared.cli", "up", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 240
+    lines = []
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if "Ctrl-C" in line:
+            break
+    assert any("Ctrl-C" in ln for ln in lines), "".join(lines)[-3000:]
+    children = subprocess.run(["pgrep", "-g", str(os.getpgid(proc.pid))], capture_output=True,
+                              text=True).stdout.split()
+    own = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+    kids = own.stdout.split()
+    assert kids, "up started no child processes"
+    proc.send_signal(2)  # SIGINT, as Ctrl-C
+    proc.wait(120)
+    time.sleep(1)
+    alive = [k for k in kids if subprocess.run(["kill", "-0", k], capture_output=True).returncode == 0]
+    assert not alive, f"orphans left: {alive}"
+    assert children  # the group existed
