@@ -55,7 +55,7 @@ def serve_ops(port: int, state: dict[str, Any]) -> None:
         def log_message(self, *args: Any) -> None:
             pass
 
-    ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+    ThreadingHTTPServer((state["host"], port), H).serve_forever()
 
 
 def main(settings: IngressSettings) -> None:
@@ -78,7 +78,7 @@ def main(settings: IngressSettings) -> None:
     counts = dict.fromkeys(counters, 0)
     port = settings.web_port or free_port()
     threading.Thread(
-        target=serve_ops, args=(port, {"registry": registry, "counts": counts}), daemon=True
+        target=serve_ops, args=(port, {"registry": registry, "counts": counts, "host": settings.web_host}), daemon=True
     ).start()
     print(f"ingress: metrics at http://127.0.0.1:{port}/metrics", flush=True)
     consumer = Consumer(
