@@ -22,6 +22,9 @@ def spark_session(settings: DataplaneSettings) -> Any:
     # The workers must run this interpreter (the venv with pyarrow and the project).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Local mode talks to itself only: keep Spark off the machine's other interfaces.
+    if settings.spark_master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return (
         SparkSession.builder.appName("elastic-sps-dataplane")
         .master(settings.spark_master)
@@ -30,6 +33,7 @@ def spark_session(settings: DataplaneSettings) -> Any:
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         .config("spark.driver.memory", "1g")
+        .config("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "0.0.0.0"))
         .getOrCreate()
     )
 
