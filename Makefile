@@ -51,7 +51,11 @@ lint: install ## ruff and mypy
 	$(VENV)/bin/mypy
 
 bench: install ## the benchmarks whose figures are in the README
-	$(PY) benchmarks/run_all.py
+	PYTHONPATH=. $(PY) benchmarks/bench_simulator.py
+	PYTHONPATH=. $(PY) benchmarks/bench_las.py
+	PYTHONPATH=. $(PY) benchmarks/bench_mape_latency.py
+	PYTHONPATH=. $(PY) benchmarks/bench_dataplane.py
+	PYTHONPATH=. $(PY) benchmarks/bench_ingress.py
 
 clean: ## remove the venv and run outputs
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -37,7 +37,9 @@ class ServiceSettings(BaseSettings):
 
 
 class MonitorSettings(ServiceSettings):
-    close_grace_s: float = Field(default=0.5, ge=0)
+    # Late source counts (an ingress mid-batch) are folded into the next interval and
+    # garble λ_G; a full interval of grace costs plan latency but keeps the series clean.
+    close_grace_s: float = Field(default=1.0, ge=0)
 
 
 class AnalyzeSettings(ServiceSettings):
@@ -67,6 +69,7 @@ class DataplaneSettings(ServiceSettings):
     trigger_ms: int = Field(default=200, ge=0)
     synthetic_cost: bool = False  # burn each operator's et_ms per event
     track_sink_ids: bool = False  # record every id reaching a sink (tests, audits)
+    fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
 
 
 S = TypeVar("S", bound=ServiceSettings)

@@ -41,7 +41,10 @@ def decode(raw: bytes | None) -> Envelope:
     try:
         adm = doc.get("adm")
         return Envelope(
-            str(doc["id"]), float(doc.get("ts", 0.0)), str(doc.get("src", "source")), doc["payload"],
+            str(doc["id"]),
+            float(doc.get("ts", 0.0)),
+            str(doc.get("src", "source")),
+            doc["payload"],
             float(adm) if adm is not None else None,
         )
     except (TypeError, ValueError) as exc:

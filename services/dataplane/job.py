@@ -68,6 +68,7 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
             .option("synthetic_cost", "1" if settings.synthetic_cost else "0")
             .option("track_sink_ids", "1" if settings.track_sink_ids else "0")
             .option("metrics_topic", settings.topics.metrics)
+            .option("fixed_replicas", str(settings.fixed_replicas or ""))
             .option("deadletter_topic", settings.topics.deadletter)
             .load()
         )

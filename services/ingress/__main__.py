@@ -78,7 +78,9 @@ def main(settings: IngressSettings) -> None:
     counts = dict.fromkeys(counters, 0)
     port = settings.web_port or free_port()
     threading.Thread(
-        target=serve_ops, args=(port, {"registry": registry, "counts": counts, "host": settings.web_host}), daemon=True
+        target=serve_ops,
+        args=(port, {"registry": registry, "counts": counts, "host": settings.web_host}),
+        daemon=True,
     ).start()
     print(f"ingress: metrics at http://127.0.0.1:{port}/metrics", flush=True)
     consumer = Consumer(

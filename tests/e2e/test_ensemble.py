@@ -17,15 +17,23 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def spike_run(tmp_path_factory):
-    out = demo.run(topology="twitter", trace_name="short-spikes", duration=60, live=False,
-                   run_dir=tmp_path_factory.mktemp("spike"), drain_s=90)
+    out = demo.run(
+        topology="twitter",
+        trace_name="short-spikes",
+        duration=60,
+        live=False,
+        run_dir=tmp_path_factory.mktemp("spike"),
+        drain_s=90,
+    )
     return out["report"]
 
 
 def test_scales_out_in_the_spike_and_in_after_it(spike_run):
     assert spike_run["scale_out_actions"] >= 1
     assert spike_run["scale_in_actions"] >= 1
-    assert spike_run["replicas_max"] > len(["parse", "classify_content", "classify_author", "store"])
+    assert spike_run["replicas_max"] > len(
+        ["parse", "classify_content", "classify_author", "store"]
+    )
 
 
 def test_every_event_is_accounted_for(spike_run):
@@ -36,8 +44,16 @@ def test_every_event_is_accounted_for(spike_run):
 
 
 def test_shedding_goal_forces_shedding_and_nothing_vanishes(tmp_path):
-    out = demo.run(topology="twitter", trace_name="short-spikes", duration=40, live=False,
-                   run_dir=tmp_path, tau_ms=5.0, peak_rate=6000, drain_s=90)
+    out = demo.run(
+        topology="twitter",
+        trace_name="short-spikes",
+        duration=40,
+        live=False,
+        run_dir=tmp_path,
+        tau_ms=5.0,
+        peak_rate=6000,
+        drain_s=90,
+    )
     rep = out["report"]
     assert rep["shed"] > 0
     assert rep["sent"] == rep["admitted"] + rep["shed"]
@@ -45,9 +61,13 @@ def test_shedding_goal_forces_shedding_and_nothing_vanishes(tmp_path):
 
 
 def test_up_stops_every_process_on_ctrl_c(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "shared.cli", "up", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shared.cli", "up", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     lines = []
     assert proc.stdout is not None
@@ -57,14 +77,17 @@ def test_up_stops_every_process_on_ctrl_c(tmp_path):
         if "Ctrl-C" in line:
             break
     assert any("Ctrl-C" in ln for ln in lines), "".join(lines)[-3000:]
-    children = subprocess.run(["pgrep", "-g", str(os.getpgid(proc.pid))], capture_output=True,
-                              text=True).stdout.split()
+    children = subprocess.run(
+        ["pgrep", "-g", str(os.getpgid(proc.pid))], capture_output=True, text=True
+    ).stdout.split()
     own = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
     kids = own.stdout.split()
     assert kids, "up started no child processes"
     proc.send_signal(2)  # SIGINT, as Ctrl-C
     proc.wait(120)
     time.sleep(1)
-    alive = [k for k in kids if subprocess.run(["kill", "-0", k], capture_output=True).returncode == 0]
+    alive = [
+        k for k in kids if subprocess.run(["kill", "-0", k], capture_output=True).returncode == 0
+    ]
     assert not alive, f"orphans left: {alive}"
     assert children  # the group existed

@@ -12,15 +12,24 @@ COMPOSE = Path(__file__).parents[2] / "compose"
 def test_compose_file_is_valid_and_names_every_service():
     doc = yaml.safe_load((COMPOSE / "docker-compose.yml").read_text())
     services = doc["services"]
-    for name in (*SERVICES, "kafka", "redis", "spark-master", "spark-worker", "prometheus",
-                 "grafana"):
+    for name in (
+        *SERVICES,
+        "kafka",
+        "redis",
+        "spark-master",
+        "spark-worker",
+        "prometheus",
+        "grafana",
+    ):
         assert name in services, name
     for name in SERVICES:
         env = services[name]["environment"]
         assert env["SPS_KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
         assert services[name]["command"] == f"services.{name}"
-    assert "KRaft" in (COMPOSE / "docker-compose.yml").read_text() or services["kafka"][
-        "environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert (
+        "KRaft" in (COMPOSE / "docker-compose.yml").read_text()
+        or services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    )
 
 
 def test_prometheus_scrapes_every_service_with_metrics():

@@ -1,0 +1,133 @@
+"""Dataplane throughput, the cost of the elastic source, and the resize delay.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_dataplane.py [--events 30000]
+Twitter application, synthetic cost off, embedded broker and redis-server, local[2].
+Both variants run in this one invocation: the elastic source (active count read from
+Redis every micro-batch) and the same pipeline with the count hard-coded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import redis
+
+from services.dataplane.apps import twitter
+from services.dataplane.envelope import Envelope
+from services.dataplane.offsets import TrackedProducer
+from shared import embedded
+from shared.knowledge_base import Keys
+from shared.topics import Topics
+
+
+def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, float]:
+    tag = uuid.uuid4().hex[:6]
+    keys = Keys(tag)
+    env = {
+        **os.environ,
+        "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "SPS_REDIS_URL": redis_url,
+        "SPS_KEY_PREFIX": tag,
+        "SPS_TRACK_SINK_IDS": "true",
+        "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}",
+        "SPS_TOPOLOGY": "twitter",
+    }
+    if fixed:
+        env["SPS_FIXED_REPLICAS"] = "2"
+    r = redis.Redis.from_url(redis_url)
+    for op in ("parse", "classify_content", "classify_author", "store"):
+        r.set(keys.active(op), 2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.dataplane"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while not r.exists(f"{tag}:dp:runs"):
+            time.sleep(0.2)
+        # warm the Python workers with a small batch first
+        p = TrackedProducer(bootstrap, r, keys)
+        tweets = list(twitter.generate(n + 500, seed=2))
+        for k in range(500):
+            p.produce(
+                Topics.operator("parse"),
+                Envelope(f"w{k}", time.time(), "source", tweets[k]).encode(),
+                partition=k % 2,
+            )
+        p.flush()
+        while r.scard(f"{tag}:sink:ids") < 500:
+            time.sleep(0.1)
+        t0 = time.time()
+        for k in range(n):
+            p.produce(
+                Topics.operator("parse"),
+                Envelope(f"e{k}", time.time(), "source", tweets[500 + k]).encode(),
+                partition=k % 2,
+            )
+        p.flush()
+        while r.scard(f"{tag}:sink:ids") < n + 500:
+            time.sleep(0.05)
+        elapsed = time.time() - t0
+        out = {"events_per_s": round(n / elapsed)}
+        if not fixed:
+            delays = []
+            for target in (1, 2, 1, 2, 1):
+                before = r.llen(f"{tag}:dp:classify_content:batches")
+                t_set = time.time()
+                r.set(keys.active("classify_content"), target)
+                p.produce(
+                    Topics.operator("parse"),
+                    Envelope(f"x{t_set}", time.time(), "source", tweets[0]).encode(),
+                    partition=0,
+                )
+                p.flush()
+                while True:
+                    new = [
+                        json.loads(b)
+                        for b in r.lrange(f"{tag}:dp:classify_content:batches", before, -1)
+                    ]
+                    hit = next((b for b in new if b["active"] == target and b["at"] >= t_set), None)
+                    if hit:
+                        delays.append(hit["at"] - t_set)
+                        break
+                    time.sleep(0.01)
+            out["resize_delay_ms_median"] = round(1000 * sorted(delays)[len(delays) // 2], 1)
+            out["resize_delay_ms_max"] = round(1000 * max(delays), 1)
+        return out
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=30000)
+    args = ap.parse_args()
+    results = {}
+    for fixed in (False, True):  # a fresh broker each: neither run sees the other's events
+        with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
+            results[fixed] = run_once(bootstrap, redis_url, args.events, fixed=fixed)
+    elastic, fixed = results[False], results[True]
+    print(
+        json.dumps(
+            {
+                "events": args.events,
+                "elastic": elastic,
+                "hard_coded": fixed,
+                "elastic_over_hard_coded": round(
+                    elastic["events_per_s"] / fixed["events_per_s"], 3
+                ),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
