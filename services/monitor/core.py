@@ -46,6 +46,8 @@ class IntervalAggregator:
         self.open: dict[int, _Interval] = {}
         self.next_to_close: int | None = None
         self.max_seen = -1
+        # A silent operator still has its replicas: carry the last reported count forward.
+        self.last_active = {op.name: max(1, op.min_replicas) for op in topology.operators}
         self.late_total = 0
         self.unknown_operator = 0
 
@@ -103,6 +105,8 @@ class IntervalAggregator:
         self.next_to_close = k + 1
         ops = {}
         for name, a in iv.ops.items():
+            if a.active:
+                self.last_active[name] = a.active
             ops[name] = OperatorInterval(
                 received=sum(a.received_from.values()),
                 received_from=a.received_from,
@@ -111,7 +115,7 @@ class IntervalAggregator:
                 queued=sum(a.queued_by_replica.values()),
                 busy_s=a.busy_s,
                 et_ms=1000.0 * a.busy_s / a.processed if a.processed > 0 else 0.0,
-                active_replicas=a.active,
+                active_replicas=a.active or self.last_active[name],
                 silent=not a.seen,
             )
         lat = np.asarray(iv.latencies)

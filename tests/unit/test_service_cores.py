@@ -122,3 +122,13 @@ def test_contract_roundtrip():
     assert decode(encode(p), PlanRecord) == p
     with pytest.raises(ValueError):
         RescaleRequest(request_id="r", add=1, remove=1)
+
+
+def test_monitor_carries_active_count_of_a_silent_operator():
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(1, "store", 10, received_from={"classify_author": 10}, active_replicas=3))
+    agg.add(rec(2, "source", 1))
+    agg.add(rec(3, "source", 1))
+    assert agg.close(1, now=0).operators["store"].active_replicas == 3
+    silent = agg.close(2, now=0).operators["store"]
+    assert silent.silent and silent.active_replicas == 3

@@ -1,0 +1,42 @@
+import pytest
+
+from services.ensemble import report
+from shared import topology
+
+pytestmark = pytest.mark.unit
+TOPO = topology.load("twitter")
+
+
+def stat(k, inp, proc, active=1):
+    ops = {
+        n: {"received": proc, "processed": proc, "active_replicas": active, "queued": 0}
+        for n in TOPO.names
+    }
+    return {"interval": k, "td": 1.0, "input_events": inp, "operators": ops}
+
+
+def test_report_counts_and_window():
+    stats = [stat(0, 0, 0), stat(1, 100, 100, 2), stat(2, 50, 50, 4), stat(3, 0, 0), stat(4, 0, 0)]
+    metrics = [
+        {"operator": "source", "processed": 150},
+        {"operator": "parse", "processed": 148, "dead_lettered": 2, "latency_ms": []},
+        {"operator": "store", "processed": 148, "latency_ms": [10.0, 30.0]},
+    ]
+    actions = [
+        {"status": "applied", "previous": {"parse": 1}, "targets": {"parse": 3}},
+        {"status": "applied", "previous": {"parse": 3}, "targets": {"parse": 1}},
+        {"status": "duplicate", "previous": {}, "targets": {"parse": 9}},
+    ]
+    rep = report.build(TOPO, 160, {"admitted": 150, "shed": 10}, metrics, stats, [], actions)
+    assert rep["sent"] == rep["admitted"] + rep["shed"]
+    assert rep["lost"] == 0  # 150 admitted = 148 processed + 2 dead-lettered at the entry
+    assert rep["scale_out_actions"] == 1 and rep["scale_in_actions"] == 1
+    assert rep["latency_ms_mean"] == pytest.approx(20.0)
+    assert rep["intervals"] == 2  # idle start and tail trimmed
+    assert rep["replicas_mean"] == pytest.approx((2 * 4 + 4 * 4) / 2)
+
+
+def test_report_flags_a_loss():
+    metrics = [{"operator": "parse", "processed": 90}]
+    rep = report.build(TOPO, 100, {"admitted": 100}, metrics, [stat(1, 100, 90)], [], [])
+    assert rep["lost"] == 10
