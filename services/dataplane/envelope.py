@@ -18,11 +18,14 @@ class Envelope:
     src: str  # the operator that emitted it ("source" for ingress)
     payload: Any
     adm: float | None = None  # when the ingress admitted it: queuing latency starts here
+    lasc: float | None = None  # LAS: the shedder's Ĉ (estimated completion, epoch s)
 
     def encode(self) -> bytes:
         doc = {"id": self.id, "ts": self.ts, "src": self.src, "payload": self.payload}
         if self.adm is not None:
             doc["adm"] = self.adm
+        if self.lasc is not None:
+            doc["lasc"] = self.lasc
         return json.dumps(doc, separators=(",", ":")).encode()
 
     def forward(self, src: str, payload: Any) -> Envelope:
@@ -39,13 +42,14 @@ def decode(raw: bytes | None) -> Envelope:
     if not isinstance(doc, dict) or "id" not in doc or "payload" not in doc:
         raise BadEvent("an event is an object with 'id' and 'payload'")
     try:
-        adm = doc.get("adm")
+        adm, lasc = doc.get("adm"), doc.get("lasc")
         return Envelope(
             str(doc["id"]),
             float(doc.get("ts", 0.0)),
             str(doc.get("src", "source")),
             doc["payload"],
             float(adm) if adm is not None else None,
+            float(lasc) if lasc is not None else None,
         )
     except (TypeError, ValueError) as exc:
         raise BadEvent(f"bad envelope field: {exc}") from None

@@ -128,6 +128,8 @@ def run_replica(
                 elapsed = time.perf_counter() - t0
                 busy += elapsed
                 processed += 1
+                if ev.lasc is not None:  # the shedder's Ĉ rode on this event: answer Δ
+                    r.rpush(keys.las_deltas(operator), repr(time.time() - ev.lasc))
                 if ev.adm is not None and len(queuing) < 500:
                     queuing.append(1000.0 * (started - ev.adm))
                 received_from[ev.src] = received_from.get(ev.src, 0.0) + 1

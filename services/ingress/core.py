@@ -57,7 +57,14 @@ class Gate:
                 AverageQueuingLatency(tau_ms / 1000.0), bootstrap_mean=topology[self.entry].et_s
             )
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
+            self.shedder.on_piggyback = self._piggyback
+            self.shedder.idle_clamp = False
         self._last_poll = 0.0
+        # Δ synchronisation (Listing 3.2 l. 11-13, 24-27) across processes: one Ĉ travels
+        # on an event at a time; the entry operator answers Δ = completion − Ĉ through
+        # Redis. Waiting for each answer before the next keeps Δs from counting twice.
+        self._sync_sent_at: float | None = None
+        self._carry: dict[int, float] = {}
 
     def refresh(self) -> None:
         """At most twice a second: a new sketch version, Δ replies, the active count."""
@@ -68,8 +75,20 @@ class Gate:
             self.shedder.receive_sketch(pair)
         for d in self.subscriber.deltas():
             self.shedder.apply_delta(d)
+            self._sync_sent_at = None
+        stale = self._sync_sent_at is not None and time.monotonic() - self._sync_sent_at > 30
+        if self._sync_sent_at is None or stale:
+            from shared.las.shedder import ShedderState
+
+            if self.shedder.state is ShedderState.RUN:
+                self.shedder.state = ShedderState.SEND
         active = self.redis.get(self.keys.active(self.entry))
         self.shedder.set_replicas(int(active) if active else 1)
+
+    def _piggyback(self, k: int, c_hat: float) -> None:
+        assert self.shedder is not None and self.shedder.t0 is not None
+        self._carry[k] = self.shedder.t0 + c_hat
+        self._sync_sent_at = time.monotonic()
 
     def decide(self, raws: list[bytes | None], now: float) -> Decision:
         out = Decision()
@@ -100,11 +119,15 @@ class Gate:
         if keyed:
             idx = np.array([i for i, _ in keyed])
             keys = np.array([k for _, k in keyed], dtype=np.int64)
+            self._carry.clear()
             drop[idx] = self.shedder.shed_batch(keys, np.full(len(keys), now))
+        carry = {int(idx[k]): c for k, c in self._carry.items()} if keyed else {}
         for i, (ev, k) in enumerate(parsed):
             if drop[i]:
                 out.shed.append(ev.encode())
             else:
-                out.admitted.append((replace(ev, adm=now), k.encode() if k else None))
+                out.admitted.append(
+                    (replace(ev, adm=now, lasc=carry.get(i)), k.encode() if k else None)
+                )
                 out.unkeyed += k is None
         return out

@@ -98,6 +98,10 @@ class CostModelShedder(Shedder):
         self.t0: float | None = None
         self.state = ShedderState.RUN
         self.on_piggyback: Callable[[int, float], None] | None = None
+        # Work-conserving Ĉ (see the module docstring). Where Δ replies arrive steadily,
+        # as in the ensemble, they re-anchor Ĉ to real completions, idle gaps included,
+        # and the listing's plain Ĉ is kept (``idle_clamp = False``).
+        self.idle_clamp = True
 
     def set_replicas(self, n: int) -> None:
         self.replicas = max(1, int(n))
@@ -123,9 +127,9 @@ class CostModelShedder(Shedder):
         send = self.state is ShedderState.SEND
         for k in range(n):
             e = elapsed[k]
-            if c_hat < e:
+            if c_hat < e and self.idle_clamp:
                 c_hat = e
-            q = c_hat - e  # line 18
+            q = max(0.0, c_hat - e)  # line 18; a negative wait is no wait
             if violates(q):  # lines 19-21
                 drop[k] = True
                 continue
