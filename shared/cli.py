@@ -405,13 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", help="Kafka bootstrap (default SPS_KAFKA_BOOTSTRAP_SERVERS)")
     p.set_defaults(func=cmd_rescale)
 
-    for extra in _EXTRA_COMMANDS:
-        extra(sub)
     return parser
-
-
-# Later subsystems (shedding, services, ensemble) add their subcommands here.
-_EXTRA_COMMANDS: list[Any] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

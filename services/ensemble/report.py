@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -160,12 +159,3 @@ def print_report(report: dict[str, Any], files: list[Path]) -> None:
 
 def save(report: dict[str, Any], run_dir: Path) -> None:
     (run_dir / "report.json").write_text(json.dumps(report, indent=2))
-
-
-def per_operator_latest(stats: list[dict]) -> dict[str, Any]:
-    latest: dict[str, Any] = defaultdict(dict)
-    if stats:
-        s = max(stats, key=lambda x: x["interval"])
-        for n, o in s["operators"].items():
-            latest[n] = o
-    return latest

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -217,6 +216,3 @@ class Autoscale:
             decisions[op.name] = OperatorDecision(target, e.estim_input / self.params.window, e.gal)
         predicted = float(np.mean(stats.input_events))
         return Analysis(stats.index, predicted, decisions)
-
-    def initial_replicas(self) -> Mapping[str, int] | None:
-        return None

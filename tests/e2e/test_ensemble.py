@@ -3,7 +3,6 @@ spike trace: the same test code against testcontainers or the embedded component
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -77,9 +76,6 @@ def test_up_stops_every_process_on_ctrl_c(tmp_path):
         if "Ctrl-C" in line:
             break
     assert any("Ctrl-C" in ln for ln in lines), "".join(lines)[-3000:]
-    children = subprocess.run(
-        ["pgrep", "-g", str(os.getpgid(proc.pid))], capture_output=True, text=True
-    ).stdout.split()
     own = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
     kids = own.stdout.split()
     assert kids, "up started no child processes"
@@ -90,4 +86,3 @@ def test_up_stops_every_process_on_ctrl_c(tmp_path):
         k for k in kids if subprocess.run(["kill", "-0", k], capture_output=True).returncode == 0
     ]
     assert not alive, f"orphans left: {alive}"
-    assert children  # the group existed
