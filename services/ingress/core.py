@@ -64,6 +64,7 @@ class Gate:
         # on an event at a time; the entry operator answers Δ = completion − Ĉ through
         # Redis. Waiting for each answer before the next keeps Δs from counting twice.
         self._sync_sent_at: float | None = None
+        self._span = 0.05
         self._carry: dict[int, float] = {}
 
     def refresh(self) -> None:
@@ -74,6 +75,7 @@ class Gate:
         if (pair := self.subscriber.poll()) is not None:
             self.shedder.receive_sketch(pair)
         for d in self.subscriber.deltas():
+            self._learn_cost(d)
             self.shedder.apply_delta(d)
             self._sync_sent_at = None
         stale = self._sync_sent_at is not None and time.monotonic() - self._sync_sent_at > 30
@@ -89,6 +91,17 @@ class Gate:
         assert self.shedder is not None and self.shedder.t0 is not None
         self._carry[k] = self.shedder.t0 + c_hat
         self._sync_sent_at = time.monotonic()
+        self._span = max(0.05, self.shedder.t0 + c_hat - time.time())
+
+    def _learn_cost(self, delta: float) -> None:
+        """Beyond the paper: the sketches measure execution time, but in a micro-batch
+        engine an event costs more wall-clock time than that. Each Δ says how far the
+        estimated wait of one event was off; scale ŵ by that ratio (at most 2× per step),
+        so Ĉ advances at the entry operator's real drain rate."""
+        assert self.shedder is not None
+        ratio = min(2.0, max(0.5, (self._span + delta) / self._span))
+        m = (1.0 + self.shedder.correction) * ratio
+        self.shedder.correction = min(1000.0, max(1.0, m)) - 1.0
 
     def decide(self, raws: list[bytes | None], now: float) -> Decision:
         out = Decision()

@@ -43,17 +43,21 @@ def test_every_event_is_accounted_for(spike_run):
 
 
 def test_shedding_goal_forces_shedding_and_nothing_vanishes(tmp_path):
+    """τ = 1.5 s at a 6,000 events/s peak (beyond what this machine sustains) forces LAS
+    to shed; every event is still admitted or shed, and none is lost. The measured mean
+    queuing latency is reported, not asserted: one run measured 1.20 τ (see README)."""
     out = demo.run(
         topology="twitter",
         trace_name="short-spikes",
         duration=40,
         live=False,
         run_dir=tmp_path,
-        tau_ms=5.0,
+        tau_ms=1500.0,
         peak_rate=6000,
         drain_s=90,
     )
     rep = out["report"]
+    print("measured queuing latency (ms):", rep["queuing_ms_mean"])
     assert rep["shed"] > 0
     assert rep["sent"] == rep["admitted"] + rep["shed"]
     assert rep["lost"] == 0
