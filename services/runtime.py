@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -14,14 +13,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from shared.contracts.action import DeadLetter
 from shared.contracts.base import encode
+from shared.embedded import free_port
 from shared.knowledge_base import Keys
 from shared.settings import ServiceSettings
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServiceMetrics:

@@ -17,10 +17,10 @@ from confluent_kafka import Consumer, Producer
 
 from services.dataplane.offsets import TrackedProducer
 from services.ingress.core import Gate
-from services.runtime import free_port
 from shared import topology
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
+from shared.embedded import free_port
 from shared.grouping import LoadAwareRouter
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys

@@ -30,13 +30,11 @@ class StelaPolicy:
         budget = self.topology.pool_total if self.budget is None else self.budget
         backlog = sum(stats.operators[n].queued for n in self.topology.entry_operators)
         rate = (stats.input_events + backlog) / stats.td
-        pool = {op.name: op.max_replicas for op in self.topology.operators}
-        alloc = stela.allocate(self.topology, rate, pool, min(budget, self.topology.pool_total))
-        # allocate() spends spare slots on "short" operators; Stela stops once nothing is
-        # congested, so recompute with only what congestion asks for.
         base = {op.name: op.min_replicas for op in self.topology.operators}
-        needed, _ = stela.scale_out(
-            self.topology, rate, base, sum(alloc.values()) - sum(base.values())
-        )
+        floor = sum(base.values())
+        if budget < floor:
+            raise ValueError(f"budget {budget} is below the sum of min_replicas ({floor})")
+        # Slots go by ETP until nothing is congested (scale_out stops there by itself).
+        needed, _ = stela.scale_out(self.topology, rate, base, budget - floor)
         ops = {n: OperatorDecision(needed[n]) for n in self.topology.names}
         return Analysis(stats.index, stats.input_events, ops)
