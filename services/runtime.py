@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from shared.contracts.action import DeadLetter
-from shared.contracts.base import encode
+from shared.contracts.base import R, decode, encode
 from shared.embedded import free_port
 from shared.knowledge_base import Keys
 from shared.settings import ServiceSettings
@@ -84,6 +84,22 @@ class ServiceApp:
             body = {"service": name, "status": "ok", "last_record_at": metrics.last_record_at}
             body.update(self._health())
             return web.json(body)
+
+    def consume(
+        self, topic_name: str, model: type[R], handle: Callable[[R], Awaitable[None]]
+    ) -> None:
+        """An agent on ``topic_name``: each record is decoded to ``model`` and handed to
+        ``handle``; what does not decode, or what ``handle`` refuses with a ValueError,
+        goes to the dead-letter topic with the reason, and the stream goes on."""
+
+        @self.app.agent(self.topic(topic_name), name=f"sps-{self.name}-{topic_name}")
+        async def agent(stream: Any) -> None:
+            async for event in stream.events():
+                self.consumed(topic_name)
+                try:
+                    await handle(decode(event.value, model))
+                except ValueError as exc:  # ContractError is one
+                    await self.dead_letter(event, str(exc))
 
     def topic(self, name: str) -> Any:
         return self.app.topic(name, value_type=bytes, key_type=bytes, value_serializer="raw")

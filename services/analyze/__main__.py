@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from prometheus_client import Gauge
 
 from services.analyze.core import Analyzer
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
-from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.base import encode
 from shared.contracts.stats import StatsRecord
 from shared.settings import AnalyzeSettings, settings_or_exit
 
@@ -27,28 +25,17 @@ def build(settings: AnalyzeSettings) -> ServiceApp:
         registry=metrics.registry,
     )
     svc = ServiceApp("analyze", settings, metrics, health=lambda: {"policy": analyzer.policy.name})
-    src = svc.topic(settings.topics.stats)
     out = svc.topic(settings.topics.analysis)
 
-    @svc.app.agent(src)
-    async def analyze(stream: Any) -> None:
-        async for event in stream.events():
-            svc.consumed(settings.topics.stats)
-            try:
-                results = analyzer.offer(decode(event.value, StatsRecord))
-            except (ContractError, ValueError) as exc:
-                await svc.dead_letter(event, str(exc))
-                continue
-            for result in results:
-                await publish(result)
+    async def analyze(rec: StatsRecord) -> None:
+        for result in analyzer.offer(rec):
+            predicted.set(result.predicted_input)
+            observed.set(result.observed_input)
+            for n, need in result.operators.items():
+                needed.labels(n).set(need.replicas)
+            await svc.send(out, str(result.interval), encode(result))
 
-    async def publish(result: Any) -> None:
-        predicted.set(result.predicted_input)
-        observed.set(result.observed_input)
-        for n, need in result.operators.items():
-            needed.labels(n).set(need.replicas)
-        await svc.send(out, str(result.interval), encode(result))
-
+    svc.consume(settings.topics.stats, StatsRecord, analyze)
     return svc
 
 

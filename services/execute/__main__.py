@@ -12,7 +12,7 @@ from prometheus_client import Gauge, Histogram
 from services.execute.core import Executor
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
-from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.base import encode
 from shared.contracts.plan import PlanRecord, RescaleRequest
 from shared.settings import ExecuteSettings, settings_or_exit
 
@@ -43,8 +43,6 @@ def build(settings: ExecuteSettings) -> ServiceApp:
         },
     )
     executor = Executor(client, topo, svc.keys)
-    plans = svc.topic(settings.topics.plans)
-    requests = svc.topic(settings.topics.requests)
     actions = svc.topic(settings.topics.actions)
 
     async def with_redis(fn: Any, *args: Any) -> Any:
@@ -77,30 +75,11 @@ def build(settings: ExecuteSettings) -> ServiceApp:
     async def bootstrap() -> None:
         await with_redis(executor.bootstrap)
 
-    @svc.app.agent(plans)
-    async def execute(stream: Any) -> None:
-        async for event in stream.events():
-            svc.consumed(settings.topics.plans)
-            try:
-                plan = decode(event.value, PlanRecord)
-            except ContractError as exc:
-                await svc.dead_letter(event, str(exc))
-                continue
-            try:
-                await apply(plan)
-            except ValueError as exc:
-                await svc.dead_letter(event, str(exc))
+    async def on_demand(req: RescaleRequest) -> None:
+        await apply(await with_redis(executor.plan_for_request, req))
 
-    @svc.app.agent(requests)
-    async def on_demand(stream: Any) -> None:
-        async for event in stream.events():
-            svc.consumed(settings.topics.requests)
-            try:
-                req = decode(event.value, RescaleRequest)
-                plan = await with_redis(executor.plan_for_request, req)
-                await apply(plan)
-            except (ContractError, ValueError) as exc:
-                await svc.dead_letter(event, str(exc))
+    svc.consume(settings.topics.plans, PlanRecord, apply)
+    svc.consume(settings.topics.requests, RescaleRequest, on_demand)
 
     return svc
 

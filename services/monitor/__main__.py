@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.monitor.core import IntervalAggregator
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
-from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.base import encode
 from shared.contracts.metrics import OperatorCounters
 from shared.settings import MonitorSettings, settings_or_exit
 
@@ -22,7 +20,6 @@ def build(settings: MonitorSettings) -> ServiceApp:
         metrics,
         health=lambda: {"late_records": agg.late_total, "next_interval": agg.next_to_close},
     )
-    src = svc.topic(settings.topics.metrics)
     out = svc.topic(settings.topics.stats)
 
     async def flush() -> None:
@@ -30,19 +27,12 @@ def build(settings: MonitorSettings) -> ServiceApp:
             rec = agg.close(k)
             await svc.send(out, str(k), encode(rec))
 
-    @svc.app.agent(src)
-    async def collect(stream: Any) -> None:
-        async for event in stream.events():
-            svc.consumed(settings.topics.metrics)
-            try:
-                rec = decode(event.value, OperatorCounters)
-            except ContractError as exc:
-                await svc.dead_letter(event, str(exc))
-                continue
-            if not agg.add(rec):
-                await svc.dead_letter(event, f"unknown operator {rec.operator!r}")
-                continue
-            await flush()
+    async def collect(rec: OperatorCounters) -> None:
+        if not agg.add(rec):
+            raise ValueError(f"unknown operator {rec.operator!r}")
+        await flush()
+
+    svc.consume(settings.topics.metrics, OperatorCounters, collect)
 
     @svc.app.timer(interval=max(0.05, settings.td / 5))
     async def tick() -> None:

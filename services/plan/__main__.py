@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.plan.core import Planner
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
 from shared.contracts.analysis import AnalysisRecord
-from shared.contracts.base import ContractError, decode, encode
+from shared.contracts.base import encode
 from shared.settings import PlanSettings, settings_or_exit
 
 
 def build(settings: PlanSettings) -> ServiceApp:
     planner = Planner(topology.load(settings.topology), settings.budget)
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
-    src = svc.topic(settings.topics.analysis)
     out = svc.topic(settings.topics.plans)
 
-    @svc.app.agent(src)
-    async def plan(stream: Any) -> None:
-        async for event in stream.events():
-            svc.consumed(settings.topics.analysis)
-            try:
-                rec = planner.plan(decode(event.value, AnalysisRecord))
-            except (ContractError, ValueError) as exc:
-                await svc.dead_letter(event, str(exc))
-                continue
-            await svc.send(out, rec.plan_id, encode(rec))
+    async def plan(rec: AnalysisRecord) -> None:
+        p = planner.plan(rec)
+        await svc.send(out, p.plan_id, encode(p))
 
+    svc.consume(settings.topics.analysis, AnalysisRecord, plan)
     return svc
 
 
