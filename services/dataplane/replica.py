@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from services.dataplane.apps import Context, operator_fn
 from services.dataplane.envelope import BadEvent, Envelope, decode
 from services.dataplane.offsets import TrackedProducer
+from services.dataplane.sample import LatencySample
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.grouping import LoadAwareRouter
@@ -78,8 +79,8 @@ def run_replica(
     received_from: dict[str, float] = {}
     processed = emitted = dead = 0
     busy = 0.0
-    latencies: list[float] = []
-    queuing: list[float] = []
+    latencies = LatencySample(200)
+    queuing = LatencySample(500)
     las_keys: list[int] = []
     las_times: list[float] = []
     sink_ids: list[str] = []
@@ -128,10 +129,10 @@ def run_replica(
                 elapsed = time.perf_counter() - t0
                 busy += elapsed
                 processed += 1
-                if ev.lasc is not None:  # the shedder's Ĉ rode on this event: answer Δ
-                    r.rpush(keys.las_deltas(operator), repr(time.time() - ev.lasc))
-                if ev.adm is not None and len(queuing) < 500:
-                    queuing.append(1000.0 * (started - ev.adm))
+                if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
+                    r.rpush(keys.las_deltas(operator), f"{ev.id} {time.time() - ev.lasc!r}")
+                if ev.adm is not None:
+                    queuing.add(1000.0 * (started - ev.adm))
                 received_from[ev.src] = received_from.get(ev.src, 0.0) + 1
                 if las is not None and isinstance(ev.payload, dict | str):
                     las_keys.append(_las_key(msg.key(), ev))
@@ -148,8 +149,7 @@ def run_replica(
                         )
                         emitted += 1
                 if is_sink:
-                    if len(latencies) < 200:
-                        latencies.append(1000.0 * (time.time() - ev.ts))
+                    latencies.add(1000.0 * (time.time() - ev.ts))
                     if track_ids:
                         sink_ids.append(ev.id)
         consumer.unassign()
@@ -171,8 +171,12 @@ def run_replica(
         busy_s=busy,
         dead_lettered=dead,
         active_replicas=active,
-        latency_ms=latencies,
-        queuing_ms=queuing,
+        latency_ms=latencies.values,
+        queuing_ms=queuing.values,
+        latency_ms_sum=latencies.total,
+        latency_n=latencies.n,
+        queuing_ms_sum=queuing.total,
+        queuing_n=queuing.n,
     )
     producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
     producer.p.flush(10)

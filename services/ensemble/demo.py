@@ -94,9 +94,14 @@ def run(
         actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
     rep = report_mod.build(topo, result.get("sent", 0), counts, metrics, stats, analysis, actions)
     rep["run_dir"] = str(run_dir)
-    files = report_mod.plots(topo, stats, run_dir)
+    rep["tau_ms"] = tau_ms
+    timeline = [
+        {k: s.get(k) for k in ("interval", "input_events", "shed_events", "queuing_ms_mean")}
+        for s in report_mod.replay_window(stats)
+    ]
+    files = report_mod.plots(topo, stats, run_dir, tau_ms)
     report_mod.save(rep, run_dir)
-    return {"report": rep, "plots": [str(f) for f in files]}
+    return {"report": rep, "plots": [str(f) for f in files], "timeline": timeline}
 
 
 def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) -> None:

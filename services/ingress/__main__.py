@@ -59,7 +59,7 @@ def serve_ops(port: int, state: dict[str, Any]) -> None:
 
 
 def main(settings: IngressSettings) -> None:
-    from prometheus_client import CollectorRegistry, Counter
+    from prometheus_client import CollectorRegistry, Counter, Gauge
 
     topo = topology.load(settings.topology)
     keys = Keys(settings.key_prefix)
@@ -76,6 +76,12 @@ def main(settings: IngressSettings) -> None:
         for n in ("received", "admitted", "shed", "dead_lettered", "unkeyed")
     }
     counts = dict.fromkeys(counters, 0)
+    reg = registry
+    las_gauges = {
+        "floor": Gauge("sps_ingress_las_floor_seconds", "learned batch wait", registry=reg),
+        "multiplier": Gauge("sps_ingress_las_cost_multiplier", "learned ŵ scale", registry=reg),
+        "wait": Gauge("sps_ingress_las_estimated_wait_seconds", "q̂ now", registry=reg),
+    }
     port = settings.web_port or free_port()
     threading.Thread(
         target=serve_ops,
@@ -120,6 +126,15 @@ def main(settings: IngressSettings) -> None:
         k = int(now // settings.td)
         if k == interval["k"]:
             return
+        if gate.shedder is not None:
+            las = gate.las_state(now)
+            for name, g in las_gauges.items():
+                g.set(las[name])
+            print(
+                f"ingress: interval {interval['k']} received {interval['received']} "
+                f"shed {interval['shed']} LAS " + " ".join(f"{n}={v:.3f}" for n, v in las.items()),
+                flush=True,
+            )
         rec = OperatorCounters(
             interval=interval["k"],
             operator="source",

@@ -19,8 +19,9 @@ import numpy as np
 
 from services.dataplane.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
-from shared.las.shedder import AverageQueuingLatency, LasShedder
+from shared.las.shedder import AverageQueuingLatency, LasShedder, ShedderState
 from shared.las.sketch import key_to_int
+from shared.las.wallclock import WallClockCalibration
 from shared.topology import Topology
 
 
@@ -56,52 +57,42 @@ class Gate:
             self.shedder = LasShedder(
                 AverageQueuingLatency(tau_ms / 1000.0), bootstrap_mean=topology[self.entry].et_s
             )
+            self.epsilon = self.shedder.correction
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
             self.shedder.on_piggyback = self._piggyback
-            self.shedder.idle_clamp = False
         self._last_poll = 0.0
-        # Δ synchronisation (Listing 3.2 l. 11-13, 24-27) across processes: one Ĉ travels
-        # on an event at a time; the entry operator answers Δ = completion − Ĉ through
-        # Redis. Waiting for each answer before the next keeps Δs from counting twice.
-        self._sync_sent_at: float | None = None
-        self._span = 0.05
+        self.calibration = WallClockCalibration()
         self._carry: dict[int, float] = {}
 
     def refresh(self) -> None:
-        """At most twice a second: a new sketch version, Δ replies, the active count."""
-        if self.shedder is None or time.monotonic() - self._last_poll < 0.5:
+        """A new sketch version, Δ replies and the active count (polled ~10 times a
+        second: three small Redis reads, never per event)."""
+        if self.shedder is None or time.monotonic() - self._last_poll < 0.1:
             return
         self._last_poll = time.monotonic()
         if (pair := self.subscriber.poll()) is not None:
             self.shedder.receive_sketch(pair)
-        for d in self.subscriber.deltas():
-            self._learn_cost(d)
-            self.shedder.apply_delta(d)
-            self._sync_sent_at = None
-        stale = self._sync_sent_at is not None and time.monotonic() - self._sync_sent_at > 30
-        if self._sync_sent_at is None or stale:
-            from shared.las.shedder import ShedderState
-
-            if self.shedder.state is ShedderState.RUN:
-                self.shedder.state = ShedderState.SEND
+        cal = self.calibration
+        for tag, delta in self.subscriber.deltas():
+            self.shedder.apply_delta(cal.answered(tag, delta))
+        self.shedder.floor = cal.floor
+        self.shedder.correction = (1.0 + self.epsilon) * cal.multiplier - 1.0
         active = self.redis.get(self.keys.active(self.entry))
         self.shedder.set_replicas(int(active) if active else 1)
 
-    def _piggyback(self, k: int, c_hat: float) -> None:
-        assert self.shedder is not None and self.shedder.t0 is not None
-        self._carry[k] = self.shedder.t0 + c_hat
-        self._sync_sent_at = time.monotonic()
-        self._span = max(0.05, self.shedder.t0 + c_hat - time.time())
-
-    def _learn_cost(self, delta: float) -> None:
-        """Beyond the paper: the sketches measure execution time, but in a micro-batch
-        engine an event costs more wall-clock time than that. Each Δ says how far the
-        estimated wait of one event was off; scale ŵ by that ratio (at most 2× per step),
-        so Ĉ advances at the entry operator's real drain rate."""
+    def las_state(self, now: float) -> dict[str, float]:
+        """What the shedder believes now: floor, multiplier and the estimated wait q̂."""
         assert self.shedder is not None
-        ratio = min(2.0, max(0.5, (self._span + delta) / self._span))
-        m = (1.0 + self.shedder.correction) * ratio
-        self.shedder.correction = min(1000.0, max(1.0, m)) - 1.0
+        t0 = self.shedder.t0 if self.shedder.t0 is not None else now
+        return {
+            "floor": self.calibration.floor,
+            "multiplier": self.calibration.multiplier,
+            "wait": self.shedder.floor + max(0.0, self.shedder.C_hat - (now - t0)),
+            "in_flight": float(len(self.calibration.in_flight)),
+        }
+
+    def _piggyback(self, k: int, c_hat: float) -> None:
+        self._carry[k] = c_hat
 
     def decide(self, raws: list[bytes | None], now: float) -> Decision:
         out = Decision()
@@ -129,12 +120,20 @@ class Gate:
             return out
         keyed = [(i, key_to_int(k)) for i, (_, k) in enumerate(parsed) if k is not None]
         drop = np.zeros(len(parsed), dtype=bool)
+        carry: dict[int, float] = {}
         if keyed:
             idx = np.array([i for i, _ in keyed])
             keys = np.array([k for _, k in keyed], dtype=np.int64)
             self._carry.clear()
+            if self.calibration.due(now):
+                self.shedder.state = ShedderState.SEND  # this batch carries a probe
             drop[idx] = self.shedder.shed_batch(keys, np.full(len(keys), now))
-        carry = {int(idx[k]): c for k, c in self._carry.items()} if keyed else {}
+            assert self.shedder.t0 is not None
+            for j, c_hat in self._carry.items():
+                i = int(idx[j])
+                elapsed = now - self.shedder.t0
+                predicted = self.calibration.sent(parsed[i][0].id, now, c_hat - elapsed)
+                carry[i] = now + predicted
         for i, (ev, k) in enumerate(parsed):
             if drop[i]:
                 out.shed.append(ev.encode())

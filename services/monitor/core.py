@@ -36,6 +36,10 @@ class _Interval:
     input_events: float = 0.0
     shed: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    latency_sum: float = 0.0
+    latency_n: int = 0
+    queuing_sum: float = 0.0
+    queuing_n: int = 0
     late: int = 0
 
 
@@ -87,6 +91,11 @@ class IntervalAggregator:
         acc.active = max(acc.active, rec.active_replicas)
         acc.seen = True
         iv.latencies.extend(rec.latency_ms)
+        # Exact mean from sums where the producer reports them; older records: the samples.
+        iv.latency_sum += rec.latency_ms_sum if rec.latency_n else sum(rec.latency_ms)
+        iv.latency_n += rec.latency_n or len(rec.latency_ms)
+        iv.queuing_sum += rec.queuing_ms_sum if rec.queuing_n else sum(rec.queuing_ms)
+        iv.queuing_n += rec.queuing_n or len(rec.queuing_ms)
         return True
 
     def due(self, now: float | None = None, grace_s: float = 0.5) -> list[int]:
@@ -124,8 +133,9 @@ class IntervalAggregator:
             td=self.td,
             input_events=iv.input_events,
             operators=ops,
-            latency_ms_mean=float(lat.mean()) if len(lat) else None,
+            latency_ms_mean=iv.latency_sum / iv.latency_n if iv.latency_n else None,
             latency_ms_p99=float(np.percentile(lat, 99)) if len(lat) else None,
+            queuing_ms_mean=iv.queuing_sum / iv.queuing_n if iv.queuing_n else None,
             shed_events=iv.shed,
             late_records=iv.late,
             closed_at=time.time() if now is None else now,

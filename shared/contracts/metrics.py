@@ -27,5 +27,10 @@ class OperatorCounters(Record):
     shed: float = Field(default=0.0, ge=0)  # ingress: events dropped by the shedder
     unkeyed: float = Field(default=0.0, ge=0)  # ingress: admitted without the key attribute
     active_replicas: int = Field(default=1, ge=0)
-    latency_ms: list[float] = Field(default_factory=list)  # end to end, sampled at sinks
+    # Samples (uniform over the batch) for percentiles; the sums and counts give exact means.
+    latency_ms: list[float] = Field(default_factory=list)  # end to end, at sinks
     queuing_ms: list[float] = Field(default_factory=list)  # admitted -> processing, entry ops
+    latency_ms_sum: float = Field(default=0.0, ge=0)
+    latency_n: int = Field(default=0, ge=0)
+    queuing_ms_sum: float = Field(default=0.0, ge=0)
+    queuing_n: int = Field(default=0, ge=0)

@@ -31,6 +31,7 @@ class StatsRecord(Record):
     operators: dict[str, OperatorInterval]
     latency_ms_mean: float | None = None
     latency_ms_p99: float | None = None
+    queuing_ms_mean: float | None = None  # admitted at ingress -> processing at entry ops
     shed_events: float = 0.0
     late_records: int = 0
     closed_at: float  # epoch seconds when the interval closed

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 from typing import Any
 
 import numpy as np
@@ -53,8 +54,10 @@ class SketchPublisher:
         self.messages += 1
         return version
 
-    def send_delta(self, delta: float) -> None:
-        self.r.rpush(self.keys.las_deltas(self.op), repr(float(delta)))
+    def send_delta(self, delta: float, tag: str | None = None) -> None:
+        """Δ (Listing 3.2 l. 11), optionally naming the probe it answers ("tag Δ")."""
+        body = repr(float(delta)) if tag is None else f"{tag} {float(delta)!r}"
+        self.r.rpush(self.keys.las_deltas(self.op), body)
         self.messages += 1
 
 
@@ -118,7 +121,20 @@ class SketchSubscriber:
         self.version = version
         return pair
 
-    def deltas(self) -> list[float]:
-        out = self.r.lpop(self.keys.las_deltas(self.op), 1000)
+    def deltas(self) -> list[tuple[str | None, float]]:
+        """Pending Δ replies as (probe tag or None, Δ seconds); malformed ones are logged
+        and skipped (a Δ is a correction, not an event: nothing is lost by skipping it)."""
+        out = self.r.lpop(self.keys.las_deltas(self.op), 1000) or []
         self.reads += 1
-        return [float(x) for x in out] if out else []
+        replies: list[tuple[str | None, float]] = []
+        for raw in out:
+            tag, _, number = raw.decode("utf-8", "replace").rpartition(" ")
+            try:
+                delta = float(number)
+                if not math.isfinite(delta):
+                    raise ValueError("not a finite number")
+            except ValueError as exc:
+                log.warning("LAS Δ reply %r for %s ignored: %s", raw[:80], self.op, exc)
+                continue
+            replies.append((tag or None, delta))
+        return replies

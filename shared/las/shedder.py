@@ -102,6 +102,9 @@ class CostModelShedder(Shedder):
         # as in the ensemble, they re-anchor Ĉ to real completions, idle gaps included,
         # and the listing's plain Ĉ is kept (``idle_clamp = False``).
         self.idle_clamp = True
+        # A wait every tuple sees whatever the backlog (a micro-batch engine's cadence);
+        # 0 in the paper's model. See shared.las.wallclock.
+        self.floor = 0.0
 
     def set_replicas(self, n: int) -> None:
         self.replicas = max(1, int(n))
@@ -124,12 +127,13 @@ class CostModelShedder(Shedder):
         goal = self.goal
         violates, record = goal.violates, goal.record
         c_hat = self.C_hat
+        floor = self.floor
         send = self.state is ShedderState.SEND
         for k in range(n):
             e = elapsed[k]
             if c_hat < e and self.idle_clamp:
                 c_hat = e
-            q = max(0.0, c_hat - e)  # line 18; a negative wait is no wait
+            q = floor + max(0.0, c_hat - e)  # line 18; a negative wait is no wait
             if violates(q):  # lines 19-21
                 drop[k] = True
                 continue
