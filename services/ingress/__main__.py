@@ -126,7 +126,7 @@ def main(settings: IngressSettings) -> None:
         k = int(now // settings.td)
         if k == interval["k"]:
             return
-        if gate.shedder is not None:
+        if gate.las is not None:
             las = gate.las_state(now)
             for name, g in las_gauges.items():
                 g.set(las[name])

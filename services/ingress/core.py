@@ -19,9 +19,9 @@ import numpy as np
 
 from services.dataplane.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
-from shared.las.shedder import AverageQueuingLatency, LasShedder, ShedderState
+from shared.las.shedder import AverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int
-from shared.las.wallclock import WallClockCalibration
+from shared.las.wallclock import CalibratedShedder
 from shared.topology import Topology
 
 
@@ -52,47 +52,41 @@ class Gate:
         self.path = key_field.split(".")
         self.redis = redis
         self.keys = prefix_keys
-        self.shedder: LasShedder | None = None
+        self.las: CalibratedShedder | None = None
         if tau_ms is not None:
-            self.shedder = LasShedder(
+            shedder = LasShedder(
                 AverageQueuingLatency(tau_ms / 1000.0), bootstrap_mean=topology[self.entry].et_s
             )
-            self.epsilon = self.shedder.correction
+            self.las = CalibratedShedder(shedder)
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
-            self.shedder.on_piggyback = self._piggyback
         self._last_poll = 0.0
-        self.calibration = WallClockCalibration()
-        self._carry: dict[int, float] = {}
 
     def refresh(self) -> None:
         """A new sketch version, Δ replies and the active count (polled ~10 times a
         second: three small Redis reads, never per event)."""
-        if self.shedder is None or time.monotonic() - self._last_poll < 0.1:
+        if self.las is None or time.monotonic() - self._last_poll < 0.1:
             return
         self._last_poll = time.monotonic()
+        shedder = self.las.shedder
         if (pair := self.subscriber.poll()) is not None:
-            self.shedder.receive_sketch(pair)
-        cal = self.calibration
+            assert isinstance(shedder, LasShedder)
+            shedder.receive_sketch(pair)
         for tag, delta in self.subscriber.deltas():
-            self.shedder.apply_delta(cal.answered(tag, delta))
-        self.shedder.floor = cal.floor
-        self.shedder.correction = (1.0 + self.epsilon) * cal.multiplier - 1.0
+            self.las.answer(tag, delta)
+        self.las.sync()
         active = self.redis.get(self.keys.active(self.entry))
-        self.shedder.set_replicas(int(active) if active else 1)
+        shedder.set_replicas(int(active) if active else 1)
 
     def las_state(self, now: float) -> dict[str, float]:
         """What the shedder believes now: floor, multiplier and the estimated wait q̂."""
-        assert self.shedder is not None
-        t0 = self.shedder.t0 if self.shedder.t0 is not None else now
+        assert self.las is not None
+        cal = self.las.calibration
         return {
-            "floor": self.calibration.floor,
-            "multiplier": self.calibration.multiplier,
-            "wait": self.shedder.floor + max(0.0, self.shedder.C_hat - (now - t0)),
-            "in_flight": float(len(self.calibration.in_flight)),
+            "floor": cal.floor,
+            "multiplier": cal.multiplier,
+            "wait": self.las.estimated_wait(now),
+            "in_flight": float(len(cal.in_flight)),
         }
-
-    def _piggyback(self, k: int, c_hat: float) -> None:
-        self._carry[k] = c_hat
 
     def decide(self, raws: list[bytes | None], now: float) -> Decision:
         out = Decision()
@@ -114,26 +108,18 @@ class Gate:
             parsed.append((ev, key_of(ev.payload, self.path)))
         if not parsed:
             return out
-        if self.shedder is None:
+        if self.las is None:
             out.admitted = [(replace(ev, adm=now), k.encode() if k else None) for ev, k in parsed]
             out.unkeyed = sum(1 for _, k in parsed if k is None)
             return out
         keyed = [(i, key_to_int(k)) for i, (_, k) in enumerate(parsed) if k is not None]
         drop = np.zeros(len(parsed), dtype=bool)
         carry: dict[int, float] = {}
-        if keyed:
+        if keyed and self.las is not None:
             idx = np.array([i for i, _ in keyed])
             keys = np.array([k for _, k in keyed], dtype=np.int64)
-            self._carry.clear()
-            if self.calibration.due(now):
-                self.shedder.state = ShedderState.SEND  # this batch carries a probe
-            drop[idx] = self.shedder.shed_batch(keys, np.full(len(keys), now))
-            assert self.shedder.t0 is not None
-            for j, c_hat in self._carry.items():
-                i = int(idx[j])
-                elapsed = now - self.shedder.t0
-                predicted = self.calibration.sent(parsed[i][0].id, now, c_hat - elapsed)
-                carry[i] = now + predicted
+            drop[idx], probes = self.las.decide(keys, now, [parsed[i][0].id for i in idx])
+            carry = {int(idx[j]): now + predicted for j, predicted in probes.items()}
         for i, (ev, k) in enumerate(parsed):
             if drop[i]:
                 out.shed.append(ev.encode())

@@ -147,6 +147,19 @@ class CostModelShedder(Shedder):
         self.C_hat = c_hat
         return drop
 
+    def admit(self, key: int, now: float) -> float:
+        """Admit one tuple regardless of CHECK, recording its wait in the goal like any
+        admitted tuple; return Ĉ after it."""
+        if self.t0 is None:
+            self.t0 = now
+        e = now - self.t0
+        if self.C_hat < e and self.idle_clamp:
+            self.C_hat = e
+        self.goal.record(self.floor + max(0.0, self.C_hat - e))
+        w = self._estimates(np.array([key], dtype=np.int64))[0]
+        self.C_hat += float(w) * (1.0 + self.correction) / self.replicas
+        return self.C_hat
+
     def apply_delta(self, delta: float) -> None:
         """Listing 3.2 lines 11-13."""
         self.C_hat += delta

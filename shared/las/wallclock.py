@@ -22,7 +22,12 @@ as probes are in flight.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+
+from shared.las.shedder import CostModelShedder, ShedderState
 
 
 @dataclass(frozen=True)
@@ -31,13 +36,14 @@ class Probe:
     backlog: float  # predicted wait beyond the floor, own cost included (s)
     floor: float  # the floor the prediction used (s)
     corrections_mark: float  # cumulative Ĉ corrections when it left
+    multiplier: float  # the multiplier the prediction used
 
 
 @dataclass
 class WallClockCalibration:
     probe_every_s: float = 0.1
     floor_gain: float = 0.3  # EWMA weight of one floor measurement
-    multiplier_gain: float = 0.5  # exponent on one probe's ratio (damps noise)
+    multiplier_gain: float = 0.3  # weight of one probe's estimate (in log space)
     correction_gain: float = 0.5  # share of a Δ applied to Ĉ
     idle_backlog_s: float = 0.05  # below this, a probe measures the floor
     max_multiplier: float = 1000.0
@@ -53,27 +59,97 @@ class WallClockCalibration:
     def sent(self, tag: str, now: float, backlog: float) -> float:
         """Record a probe; return the predicted completion (relative, add the epoch)."""
         self.last_probe_at = now
-        self.in_flight[tag] = Probe(now, max(0.0, backlog), self.floor, self.corrections)
+        self.in_flight[tag] = Probe(
+            now, max(0.0, backlog), self.floor, self.corrections, self.multiplier
+        )
         if len(self.in_flight) > 1000:  # answers lost (a crashed replica): forget the oldest
             self.in_flight.pop(next(iter(self.in_flight)))
         return self.floor + max(0.0, backlog)
 
     def answered(self, tag: str | None, delta: float) -> float:
         """Learn from Δ = real completion − predicted completion of probe ``tag``; return
-        the correction to add to Ĉ."""
+        the correction to add to Ĉ.
+
+        A wait above the floor is read as backlog the model missed (re-anchoring Ĉ, as
+        the listing's Δ does); a probe sent with no predicted backlog also moves the
+        floor, down quickly and up slowly — an unpredicted backlog must not pass for a
+        slow batch cadence, or the floor would climb past τ and shed everything.
+        """
         p = self.in_flight.pop(tag, None) if tag is not None else None
         if p is None:
             return 0.0  # not ours (another ingress process, or forgotten): ignore
         observed = p.floor + p.backlog + delta  # the probe's real wait + own cost
         if p.backlog < self.idle_backlog_s:
-            self.floor = max(0.0, self.floor + self.floor_gain * (observed - self.floor))
-            return 0.0
+            gain = self.floor_gain if observed < self.floor else self.floor_gain / 6
+            self.floor = max(0.0, self.floor + gain * (observed - self.floor))
         real_backlog = max(0.0, observed - self.floor)
-        ratio = min(2.0, max(0.5, real_backlog / p.backlog))
-        self.multiplier = min(
-            self.max_multiplier, max(1.0, self.multiplier * ratio**self.multiplier_gain)
-        )
+        if p.backlog >= self.idle_backlog_s:
+            # Each probe estimates the multiplier itself (relative to the one it was sent
+            # with), so probes in flight together do not compound one drift.
+            implied = p.multiplier * min(4.0, max(0.25, real_backlog / p.backlog))
+            implied = min(self.max_multiplier, max(1.0, implied))
+            self.multiplier *= (implied / self.multiplier) ** self.multiplier_gain
         already = self.corrections - p.corrections_mark
         step = self.correction_gain * ((real_backlog - p.backlog) - already)
         self.corrections += step
         return step
+
+
+class CalibratedShedder:
+    """A cost-model shedder (LAS, Straw-Man, Full Knowledge) driven by the calibration:
+    decides a batch, tags probes, and applies answers. The ingress and the tests run
+    this same loop."""
+
+    def __init__(
+        self,
+        shedder: CostModelShedder,
+        calibration: WallClockCalibration | None = None,
+        max_silence_s: float = 1.0,
+    ) -> None:
+        self.shedder = shedder
+        self.calibration = calibration or WallClockCalibration()
+        self.epsilon = shedder.correction
+        self.max_silence_s = max_silence_s
+        self._carry: dict[int, float] = {}
+        shedder.on_piggyback = lambda k, c_hat: self._carry.__setitem__(k, c_hat)
+
+    def decide(
+        self, keys: np.ndarray, now: float, tags: Sequence[str]
+    ) -> tuple[np.ndarray, dict[int, float]]:
+        """Drop flags for tuples arriving ``now``, and the probes among the admitted:
+        index -> predicted completion (seconds after ``now``)."""
+        sh, cal = self.shedder, self.calibration
+        self._carry.clear()
+        if cal.due(now):
+            sh.state = ShedderState.SEND  # Listing 3.2 l. 24-27: this batch carries a probe
+        drop = sh.shed_batch(keys, np.full(len(keys), now))
+        if (
+            not self._carry
+            and len(keys)
+            and drop.all()
+            and now - cal.last_probe_at >= self.max_silence_s
+        ):
+            # Shedding everything sends no probe, and without answers the estimates
+            # could never come down: admit one tuple regardless of CHECK (it counts in
+            # the goal like any other).
+            drop[0] = False
+            self._carry[0] = sh.admit(int(keys[0]), now)
+        assert sh.t0 is not None
+        probes = {
+            k: cal.sent(tags[k], now, c_hat - (now - sh.t0)) for k, c_hat in self._carry.items()
+        }
+        return drop, probes
+
+    def answer(self, tag: str | None, delta: float) -> None:
+        self.shedder.apply_delta(self.calibration.answered(tag, delta))
+
+        self.sync()
+
+    def sync(self) -> None:
+        self.shedder.floor = self.calibration.floor
+        self.shedder.correction = (1.0 + self.epsilon) * self.calibration.multiplier - 1.0
+
+    def estimated_wait(self, now: float) -> float:
+        sh = self.shedder
+        t0 = sh.t0 if sh.t0 is not None else now
+        return sh.floor + max(0.0, sh.C_hat - (now - t0))
