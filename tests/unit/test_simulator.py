@@ -108,3 +108,10 @@ def test_cli_bad_input_is_a_clear_error(tmp_path, capsys):
     bad.write_text("time,value\n0,x\n")
     assert main(["simulate", "--trace", str(bad), "--json"]) == 2
     assert "line 2" in capsys.readouterr().err
+
+
+def test_demo_simulate_compares_every_policy_and_writes_the_plot(tmp_path, capsys):
+    assert main(["demo", "--simulate", "--out", str(tmp_path), "--json"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert {d["policy"].split(":")[0] for d in docs} >= {"pa-sps", "static", "autoscale"}
+    assert (tmp_path / "compare.png").stat().st_size > 0

@@ -1,10 +1,10 @@
-"""The ``elastic-sps`` command line."""
+"""``simulate``, ``compare``, ``gen-trace``, ``shed-sim``: the trace-driven simulators
+(no services, no broker)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -134,56 +134,6 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    """up + replay of a bundled spike trace + drain + report (``--simulate``: the
-    simulator's comparison only, no services)."""
-    if not args.simulate:
-        from pathlib import Path
-
-        from services.ensemble import demo
-
-        out = demo.run(
-            topology=args.topology,
-            trace_name=args.trace,
-            duration=args.duration,
-            policy=args.policy,
-            predictor=args.predictor,
-            peak_rate=args.peak_rate,
-            tau_ms=args.tau_ms,
-            run_dir=Path(args.out) if args.out else None,
-            live=not args.json,
-        )
-        if args.json:
-            print(json.dumps(out["report"]))
-        else:
-            from services.ensemble.report import print_report
-
-            print_report(out["report"], [Path(p) for p in out["plots"]])
-        return 0
-    import time
-    from pathlib import Path
-
-    run_dir = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ns = argparse.Namespace(
-        topology=args.topology,
-        trace=args.trace,
-        td=1.0,
-        peak_rate=None,
-        slot_seconds=1.0,
-        seed=0,
-        budget=None,
-        retrain_every=None,
-        json=args.json,
-        plot=str(run_dir / "compare.png"),
-        policies=None,
-    )
-    cmd_compare(ns)
-    if not args.json:
-        print(f"plot: {run_dir / 'compare.png'}")
-    return 0
-
-
 def cmd_shed_sim(args: argparse.Namespace) -> int:
     from shared.las import shed_sim
 
@@ -224,91 +174,7 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
     return 0
 
 
-SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    import time
-    from pathlib import Path
-
-    from services.ensemble.supervisor import up
-
-    with up(args.topology, Path(args.out), args.policy, args.predictor, args.tau_ms) as ens:
-        print(f"kafka {ens.bootstrap}  redis {ens.redis_url}")
-        for name, url in ens.urls().items():
-            print(f"{name:9s} {url}")
-        print("running; Ctrl-C stops everything", flush=True)
-        try:
-            while all(c.alive() for c in ens.children):
-                time.sleep(0.5)
-            dead = [c.name for c in ens.children if not c.alive()]
-            print(f"stopped: {dead} exited (logs in {args.out})", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("stopping...", flush=True)
-    return 0
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    import uuid
-
-    from services.ensemble.replay import played, replay
-    from shared import topology, traces
-    from shared.settings import ServiceSettings
-
-    settings = ServiceSettings()
-    topo = topology.load(args.topology)
-    ticks = played(traces.load(args.trace), args.speedup, args.peak_rate)
-    sent = replay(
-        args.bootstrap or settings.kafka_bootstrap_servers,
-        settings.topics.ingress,
-        topo,
-        ticks,
-        uuid.uuid4().hex[:8],
-    )
-    print(f"sent {sent} events")
-    return 0
-
-
-def cmd_service(args: argparse.Namespace) -> int:
-    """Run one service in this process (configured by SPS_* environment variables)."""
-    import runpy
-
-    runpy.run_module(f"services.{args.name}", run_name="__main__", alter_sys=True)
-    return 0
-
-
-def cmd_rescale(args: argparse.Namespace) -> int:
-    """Publish an on-demand request for the execute service on sps.requests."""
-    import uuid
-
-    from confluent_kafka import Producer
-
-    from shared.contracts.base import encode
-    from shared.contracts.plan import RescaleRequest
-    from shared.settings import ServiceSettings
-
-    settings = ServiceSettings()
-    req = RescaleRequest(
-        request_id=uuid.uuid4().hex,
-        operator=args.operator,
-        replicas=args.replicas,
-        add=args.add,
-        remove=args.remove,
-        input_eps=args.input_eps,
-    )
-    producer = Producer({"bootstrap.servers": args.bootstrap or settings.kafka_bootstrap_servers})
-    producer.produce(settings.topics.requests, key=req.request_id, value=encode(req))
-    if producer.flush(10) != 0:
-        raise ValueError("the request was not delivered to Kafka within 10 s")
-    print(f"request {req.request_id} sent to {settings.topics.requests}")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def register(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run one policy on a trace in the simulator")
     _add_run_args(p)
     p.add_argument("--policy", default="pa-sps", help="pa-sps, presps, static, ... (name[:arg])")
@@ -332,35 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_gen_trace)
-
-    p = sub.add_parser("demo", help="the whole ensemble on a spike trace, with a report")
-    p.add_argument("--topology", default="twitter")
-    p.add_argument("--trace", default="short-spikes")
-    p.add_argument("--duration", type=float, default=120.0, help="seconds of replay")
-    p.add_argument("--policy", default="pa-sps")
-    p.add_argument("--predictor", default="lr")
-    p.add_argument("--peak-rate", type=float, help="default: the rate needing ~80%% of the pool")
-    p.add_argument("--tau-ms", type=float, help="LAS queuing-latency goal (default: no shedding)")
-    p.add_argument("--out", help="run folder (default runs/demo-<time>)")
-    p.add_argument("--simulate", action="store_true", help="simulator comparison only")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("up", help="start the ensemble on this machine until Ctrl-C")
-    p.add_argument("--topology", default="twitter")
-    p.add_argument("--policy", default="pa-sps")
-    p.add_argument("--predictor", default="lr")
-    p.add_argument("--tau-ms", type=float)
-    p.add_argument("--out", default="runs/up")
-    p.set_defaults(func=cmd_up)
-
-    p = sub.add_parser("replay", help="produce a trace's events into sps.ingress")
-    p.add_argument("--topology", default="twitter")
-    p.add_argument("--trace", default="short-spikes")
-    p.add_argument("--peak-rate", type=float)
-    p.add_argument("--speedup", type=float, default=1.0)
-    p.add_argument("--bootstrap", help="default SPS_KAFKA_BOOTSTRAP_SERVERS")
-    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("shed-sim", help="LAS and its baselines in the paper's setup (virtual time)")
     p.add_argument(
@@ -390,36 +227,3 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", help="with --phases: PNG of latency and drops per window")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_shed_sim)
-
-    p = sub.add_parser("service", help="run one MAPE service (settings from SPS_* variables)")
-    p.add_argument("name", choices=SERVICES)
-    p.set_defaults(func=cmd_service)
-
-    p = sub.add_parser("rescale", help="ask execute for an on-demand change")
-    p.add_argument("--operator", help="one operator; without it --add/--remove use Stela ETP")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--replicas", type=int)
-    g.add_argument("--add", type=int)
-    g.add_argument("--remove", type=int)
-    p.add_argument("--input-eps", type=float, help="input rate for the ETP computation")
-    p.add_argument("--bootstrap", help="Kafka bootstrap (default SPS_KAFKA_BOOTSTRAP_SERVERS)")
-    p.set_defaults(func=cmd_rescale)
-
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from shared.policies import PolicyConfigError
-    from shared.topology import TopologyError
-    from shared.traces import TraceError
-
-    try:
-        return int(args.func(args) or 0)
-    except (TopologyError, TraceError, PolicyConfigError, ValueError) as exc:  # incl. pydantic
-        print(f"elastic-sps: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

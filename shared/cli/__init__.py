@@ -1,0 +1,30 @@
+"""The ``elastic-sps`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from shared.cli import ensemble, simulation
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    simulation.register(sub)
+    ensemble.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from shared.policies import PolicyConfigError
+    from shared.topology import TopologyError
+    from shared.traces import TraceError
+
+    try:
+        return int(args.func(args) or 0)
+    except (TopologyError, TraceError, PolicyConfigError, ValueError) as exc:  # incl. pydantic
+        print(f"elastic-sps: error: {exc}", file=sys.stderr)
+        return 2

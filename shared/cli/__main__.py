@@ -1,0 +1,5 @@
+import sys
+
+from shared.cli import main
+
+sys.exit(main())
