@@ -57,6 +57,7 @@ class ExecuteSettings(ServiceSettings):
 
 class IngressSettings(ServiceSettings):
     tau_ms: float | None = Field(default=None, gt=0)  # LAS goal; None: admit everything
+    las_horizon_s: float = Field(default=30.0, gt=0)  # the goal averages over ~this long
     key_field: str = "key"  # dotted path of the attribute the LAS sketches key on
     write_shed: bool = False  # also write shed events to the sps.shed topic
     batch: int = Field(default=5000, ge=1)

@@ -69,7 +69,7 @@ def main(settings: IngressSettings) -> None:
         ensure_topics(
             settings.kafka_bootstrap_servers, [Topics.operator(op.name)], partitions=op.max_replicas
         )
-    gate = Gate(topo, r, keys, settings.tau_ms, settings.key_field)
+    gate = Gate(topo, r, keys, settings.tau_ms, settings.key_field, settings.las_horizon_s)
     registry = CollectorRegistry()
     counters = {
         n: Counter(f"sps_ingress_{n}", f"events {n}", registry=registry)
@@ -81,6 +81,9 @@ def main(settings: IngressSettings) -> None:
         "floor": Gauge("sps_ingress_las_floor_seconds", "learned batch wait", registry=reg),
         "multiplier": Gauge("sps_ingress_las_cost_multiplier", "learned ŵ scale", registry=reg),
         "wait": Gauge("sps_ingress_las_estimated_wait_seconds", "q̂ now", registry=reg),
+        "infeasible": Gauge(
+            "sps_ingress_las_tau_infeasible", "1: τ below the engine's floor", registry=reg
+        ),
     }
     port = settings.web_port or free_port()
     threading.Thread(
@@ -122,12 +125,22 @@ def main(settings: IngressSettings) -> None:
             us = [float(util.get(str(j).encode(), 0.0)) for j in range(n)]
             routers[e.dst] = LoadAwareRouter(topo[e.dst].et_s, settings.td, us)
 
+    warned = {"infeasible": False}
+
     def publish_interval(now: float) -> None:
         k = int(now // settings.td)
         if k == interval["k"]:
             return
         if gate.las is not None:
             las = gate.las_state(now)
+            if las["infeasible"] and not warned["infeasible"]:
+                print(
+                    f"ingress: warning: SPS_TAU_MS={settings.tau_ms:g} is below what this "
+                    f"engine allows (every event waits ~{1000 * las['floor']:.0f} ms for its "
+                    "micro-batch): shedding only the backlog beyond that wait",
+                    flush=True,
+                )
+            warned["infeasible"] = bool(las["infeasible"])
             for name, g in las_gauges.items():
                 g.set(las[name])
             print(

@@ -19,7 +19,7 @@ import numpy as np
 
 from services.dataplane.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
-from shared.las.shedder import AverageQueuingLatency, LasShedder
+from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
 from shared.topology import Topology
@@ -45,7 +45,13 @@ def key_of(payload: Any, path: list[str]) -> str | None:
 
 class Gate:
     def __init__(
-        self, topology: Topology, redis: Any, prefix_keys: Any, tau_ms: float | None, key_field: str
+        self,
+        topology: Topology,
+        redis: Any,
+        prefix_keys: Any,
+        tau_ms: float | None,
+        key_field: str,
+        horizon_s: float = 30.0,
     ) -> None:
         self.topology = topology
         self.entry = topology.entry_operators[0]
@@ -55,7 +61,8 @@ class Gate:
         self.las: CalibratedShedder | None = None
         if tau_ms is not None:
             shedder = LasShedder(
-                AverageQueuingLatency(tau_ms / 1000.0), bootstrap_mean=topology[self.entry].et_s
+                HorizonAverageQueuingLatency(tau_ms / 1000.0, horizon_s),
+                bootstrap_mean=topology[self.entry].et_s,
             )
             self.las = CalibratedShedder(shedder)
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
@@ -86,6 +93,7 @@ class Gate:
             "multiplier": cal.multiplier,
             "wait": self.las.estimated_wait(now),
             "in_flight": float(len(cal.in_flight)),
+            "infeasible": float(self.las.infeasible),
         }
 
     def decide(self, raws: list[bytes | None], now: float) -> Decision:

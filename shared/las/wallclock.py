@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shared.las.shedder import CostModelShedder, ShedderState
+from shared.las.shedder import AverageQueuingLatency, CostModelShedder, ShedderState
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,13 @@ class CalibratedShedder:
         shedder: CostModelShedder,
         calibration: WallClockCalibration | None = None,
         max_silence_s: float = 1.0,
+        backlog_headroom: float = 1.0,
     ) -> None:
         self.shedder = shedder
+        self.backlog_headroom = backlog_headroom
+        # The user's τ; the goal's τ may be raised above it while it is infeasible.
+        goal = shedder.goal
+        self.tau: float | None = goal.tau if isinstance(goal, AverageQueuingLatency) else None
         self.calibration = calibration or WallClockCalibration()
         self.epsilon = shedder.correction
         self.max_silence_s = max_silence_s
@@ -148,6 +153,20 @@ class CalibratedShedder:
     def sync(self) -> None:
         self.shedder.floor = self.calibration.floor
         self.shedder.correction = (1.0 + self.epsilon) * self.calibration.multiplier - 1.0
+        goal = self.shedder.goal
+        if self.tau is not None and isinstance(goal, AverageQueuingLatency):
+            # A τ at or below the floor cannot be met by shedding (every tuple waits the
+            # floor, however few are admitted): shed only what a backlog beyond the floor
+            # would add, instead of everything.
+            goal.tau = max(self.tau, (1.0 + self.backlog_headroom) * self.calibration.floor)
+
+    @property
+    def infeasible(self) -> bool:
+        """τ is below what the engine's floor allows (see ``sync``)."""
+        return (
+            self.tau is not None
+            and self.calibration.floor * (1.0 + self.backlog_headroom) > self.tau
+        )
 
     def estimated_wait(self, now: float) -> float:
         sh = self.shedder
