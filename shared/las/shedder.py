@@ -30,7 +30,7 @@ class LatencyGoal(ABC):
     @abstractmethod
     def record(self, q: float) -> None: ...
 
-    def at(self, now: float) -> None:
+    def at(self, now: float) -> None:  # noqa: B027 - optional hook, a no-op by default
         """The shedder's clock before each batch (goals over a time horizon use it)."""
 
 
