@@ -105,7 +105,7 @@ class CalibratedShedder:
         shedder: CostModelShedder,
         calibration: WallClockCalibration | None = None,
         max_silence_s: float = 1.0,
-        backlog_headroom: float = 1.0,
+        backlog_headroom: float = 0.5,
     ) -> None:
         self.shedder = shedder
         self.backlog_headroom = backlog_headroom

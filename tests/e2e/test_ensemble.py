@@ -42,25 +42,29 @@ def test_every_event_is_accounted_for(spike_run):
     assert spike_run["processed"] == spike_run["admitted"]
 
 
-def test_shedding_goal_forces_shedding_and_nothing_vanishes(tmp_path):
-    """τ = 1.5 s at a 6,000 events/s peak (beyond what this machine sustains) forces LAS
-    to shed; every event is still admitted or shed, and none is lost. The measured mean
-    queuing latency is reported, not asserted: one run measured 1.20 τ (see README)."""
+def test_shedding_goal_holds_the_mean_queuing_latency_and_nothing_vanishes(tmp_path):
+    """τ = 2.5 s at a 9,000 events/s peak (beyond what this machine sustains) forces LAS
+    to shed; the mean queuing latency (ingress admission -> processing at the entry
+    operator, every event) stays within 25 % of τ, and every event is admitted or shed,
+    none lost. τ must sit above the engine's floor — every event's wait for its
+    micro-batch, 1.3-1.9 s on this 2-core machine (README, "Shedding in the ensemble")."""
+    tau_ms = 2500.0
     out = demo.run(
         topology="twitter",
         trace_name="short-spikes",
         duration=40,
         live=False,
         run_dir=tmp_path,
-        tau_ms=1500.0,
-        peak_rate=6000,
+        tau_ms=tau_ms,
+        peak_rate=9000,
         drain_s=90,
     )
     rep = out["report"]
-    print("measured queuing latency (ms):", rep["queuing_ms_mean"])
+    print("measured queuing latency (ms):", rep["queuing_ms_mean"], "shed:", rep["shed"])
     assert rep["shed"] > 0
     assert rep["sent"] == rep["admitted"] + rep["shed"]
     assert rep["lost"] == 0
+    assert rep["queuing_ms_mean"] <= 1.25 * tau_ms
 
 
 def test_up_stops_every_process_on_ctrl_c(tmp_path):

@@ -165,4 +165,4 @@ def test_a_tau_below_the_floor_sheds_only_the_backlog_and_says_so() -> None:
     las = CalibratedShedder(shedder, WallClockCalibration(floor=0.55))
     las.sync()
     assert las.infeasible
-    assert shedder.goal.tau == pytest.approx(2 * 0.55)  # type: ignore[attr-defined]
+    assert shedder.goal.tau == pytest.approx(1.5 * 0.55)  # type: ignore[attr-defined]
