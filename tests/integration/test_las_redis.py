@@ -107,3 +107,16 @@ def test_redis_traffic_is_order_m_over_n(redis_client):
     )
     assert pub.messages >= 1
     assert writes <= 3 * m / 1024
+
+
+def test_delta_replies_name_their_probe_and_bad_ones_are_skipped(redis_client, caplog):
+    keys = Keys("t-delta")
+    pub = SketchPublisher(redis_client, "parse", keys)
+    pub.send_delta(0.25, tag="tweet 42")  # a tag may hold spaces: Δ is the last field
+    pub.send_delta(-0.5)
+    redis_client.rpush(keys.las_deltas("parse"), b"ev-9 not-a-number", b"ev-10 inf")
+    pub.send_delta(1.0, tag="ev-11")
+    sub = SketchSubscriber(redis_client, "parse", keys)
+    assert sub.deltas() == [("tweet 42", 0.25), (None, -0.5), ("ev-11", 1.0)]
+    assert sum("ignored" in r.getMessage() for r in caplog.records) == 2
+    assert sub.deltas() == []
