@@ -1,10 +1,15 @@
-"""The event envelope on operator topics: the id and send time travel end to end."""
+"""The event envelope on operator topics: the id and send time travel end to end.
+
+orjson rather than the standard library: every event is decoded and encoded once per
+operator, and orjson does both about five times faster, which is CPU the replicas keep.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 
 class BadEvent(ValueError):
@@ -26,7 +31,10 @@ class Envelope:
             doc["adm"] = self.adm
         if self.lasc is not None:
             doc["lasc"] = self.lasc
-        return json.dumps(doc, separators=(",", ":")).encode()
+        try:
+            return orjson.dumps(doc)
+        except TypeError as exc:  # a payload JSON cannot carry (operators return plain data)
+            raise BadEvent(f"payload not serialisable: {exc}") from None
 
     def forward(self, src: str, payload: Any) -> Envelope:
         return Envelope(self.id, self.ts, src, payload)
@@ -36,8 +44,8 @@ def decode(raw: bytes | None) -> Envelope:
     if raw is None:
         raise BadEvent("empty event")
     try:
-        doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
         raise BadEvent(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or "id" not in doc or "payload" not in doc:
         raise BadEvent("an event is an object with 'id' and 'payload'")

@@ -119,7 +119,10 @@ def run_replica(
                 try:
                     ev = decode(msg.value())
                     ctx.event_id = ev.id
-                    outputs = fn(ev.payload, ctx)
+                    outputs = [
+                        (dst, ev.forward(operator, payload).encode())
+                        for dst, payload in fn(ev.payload, ctx)
+                    ]
                 except (BadEvent, KeyError, TypeError, ValueError) as exc:
                     dead += 1
                     _dead_letter(producer, deadletter_topic, operator, topic, replica, msg, exc)
@@ -137,16 +140,11 @@ def run_replica(
                 if las is not None and isinstance(ev.payload, dict | str):
                     las_keys.append(_las_key(msg.key(), ev))
                     las_times.append(elapsed)
-                for dst, payload in outputs:
+                for dst, body in outputs:
                     targets = [dst] if dst is not None else successors
                     for s in targets:
                         part = routers[s].choose()
-                        producer.produce(
-                            Topics.operator(s),
-                            ev.forward(operator, payload).encode(),
-                            partition=part,
-                            key=msg.key(),
-                        )
+                        producer.produce(Topics.operator(s), body, partition=part, key=msg.key())
                         emitted += 1
                 if is_sink:
                     latencies.add(1000.0 * (time.time() - ev.ts))

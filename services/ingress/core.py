@@ -10,12 +10,12 @@ dead-lettered.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import orjson
 
 from services.dataplane.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
@@ -101,7 +101,7 @@ class Gate:
         parsed: list[tuple[Envelope, str | None]] = []
         for raw in raws:
             try:
-                doc = json.loads(raw) if raw is not None else None
+                doc = orjson.loads(raw) if raw is not None else None
                 if not isinstance(doc, dict) or "payload" not in doc:
                     raise ValueError("an ingress event is an object with a 'payload'")
                 ev = Envelope(
