@@ -166,3 +166,22 @@ def test_a_tau_below_the_floor_sheds_only_the_backlog_and_says_so() -> None:
     las.sync()
     assert las.infeasible
     assert shedder.goal.tau == pytest.approx(1.5 * 0.55)  # type: ignore[attr-defined]
+
+
+def test_horizon_goal_forgets_old_waits_and_admits_within_tau_while_above_it() -> None:
+    goal = HorizonAverageQueuingLatency(1.0, horizon_s=10.0)
+    goal.at(0.0)
+    for _ in range(100):
+        goal.record(3.0)  # an excess: estimates that turned out short
+    assert goal.violates(1.5)  # above τ and taking the average further from it
+    assert not goal.violates(0.8)  # within τ: it brings the average back
+    paper = AverageQueuingLatency(1.0)
+    for _ in range(100):
+        paper.record(3.0)
+    assert paper.violates(0.8)  # the listing's CHECK keeps everything out
+    goal.at(60.0)  # six horizons later the excess weighs e^-6 of what it did
+    assert goal.n == pytest.approx(100 * np.exp(-6.0))
+    goal.record(0.5)
+    assert goal.Q / goal.n < 1.0
+    with pytest.raises(ValueError, match="horizon"):
+        HorizonAverageQueuingLatency(1.0, horizon_s=0.0)
