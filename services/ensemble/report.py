@@ -104,6 +104,9 @@ def build(
     return report
 
 
+_PLOTS = ("input_vs_throughput", "replicas", "shed_ratio", "latency")
+
+
 def plots(
     topo: Topology, stats: list[dict], run_dir: Path, tau_ms: float | None = None
 ) -> list[Path]:
@@ -118,49 +121,39 @@ def plots(
     t = np.array([s["interval"] - stats[0]["interval"] for s in stats]) * stats[0]["td"]
     td = stats[0]["td"]
     entry = topo.entry_operators
-    files = []
-    fig, ax = plt.subplots(figsize=(10, 4))
+    figures = {name: plt.subplots(figsize=(10, 4)) for name in _PLOTS}
+
+    ax = figures["input_vs_throughput"][1]
     ax.plot(t, [s["input_events"] / td for s in stats], label="input (events/s)")
     ax.plot(
         t,
         [sum(s["operators"][e]["processed"] for e in entry) / td for s in stats],
         label="throughput (entry operators)",
     )
-    ax.legend()
     ax.set_xlabel("s")
-    fig.tight_layout()
-    files.append(run_dir / "input_vs_throughput.png")
-    fig.savefig(files[-1], dpi=100)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(10, 4))
+    ax = figures["replicas"][1]
     for n in topo.names:
         ax.step(t, [s["operators"][n]["active_replicas"] for s in stats], where="post", label=n)
     ax.set_ylabel("active replicas")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    files.append(run_dir / "replicas.png")
-    fig.savefig(files[-1], dpi=100)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(10, 4))
+    ax = figures["shed_ratio"][1]
     ratio = [s.get("shed_events", 0) / s["input_events"] if s["input_events"] else 0 for s in stats]
-    ax.plot(t, ratio)
+    ax.plot(t, ratio, label="shed ratio")
     ax.set_ylabel("shed ratio")
-    fig.tight_layout()
-    files.append(run_dir / "shed_ratio.png")
-    fig.savefig(files[-1], dpi=100)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(10, 4))
+    ax = figures["latency"][1]
     ax.plot(t, [s.get("latency_ms_mean") or np.nan for s in stats], label="mean")
     ax.plot(t, [s.get("latency_ms_p99") or np.nan for s in stats], label="p99")
     ax.plot(t, [s.get("queuing_ms_mean") or np.nan for s in stats], label="queuing mean")
     if tau_ms is not None:
         ax.axhline(tau_ms, color="grey", linestyle="--", label="τ")
     ax.set_ylabel("latency (ms)")
-    ax.legend()
-    fig.tight_layout()
-    files.append(run_dir / "latency.png")
-    fig.savefig(files[-1], dpi=100)
-    plt.close(fig)
+
+    files = []
+    for name, (fig, ax) in figures.items():
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        files.append(run_dir / f"{name}.png")
+        fig.savefig(files[-1], dpi=100)
+        plt.close(fig)
     return files
 
 

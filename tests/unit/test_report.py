@@ -40,3 +40,22 @@ def test_report_flags_a_loss():
     metrics = [{"operator": "parse", "processed": 90}]
     rep = report.build(TOPO, 100, {"admitted": 100}, metrics, [stat(1, 100, 90)], [], [])
     assert rep["lost"] == 10
+
+
+def test_exact_means_come_from_sums_where_records_carry_them():
+    metrics = [
+        # 1,000 events waited 2 s on average; the sample holds only three of them
+        {"operator": "parse", "processed": 1000, "queuing_ms": [9000.0, 9000.0, 9000.0]}
+        | {"queuing_ms_sum": 2_000_000.0, "queuing_n": 1000},
+        {"operator": "parse", "processed": 10, "queuing_ms": [500.0, 1500.0]},  # older record
+    ]
+    rep = report.build(TOPO, 1010, {"admitted": 1010}, metrics, [stat(1, 1010, 1010)], [], [])
+    assert rep["queuing_ms_mean"] == pytest.approx((2_000_000 + 2000) / 1002)
+
+
+def test_plots_are_written_with_tau(tmp_path):
+    stats = [stat(1, 100, 100, 2) | {"queuing_ms_mean": 800.0}, stat(2, 50, 40, 3)]
+    files = report.plots(TOPO, stats, tmp_path, tau_ms=1000.0)
+    names = {f.name for f in files}
+    assert names == {"input_vs_throughput.png", "replicas.png", "shed_ratio.png", "latency.png"}
+    assert all(f.stat().st_size > 1000 for f in files)
