@@ -3,7 +3,9 @@
 A batch of raw events is decided at once (hashing and argmin vectorised in the sketch,
 the sequential Ĉ/CHECK loop in the shedder). The entry operator's (F, W) come from Redis
 whenever a new version appears, and Ĉ advances by ŵ / active replicas (replica-aware
-capacity), so shedding starts only when even the current pool cannot hold τ.
+capacity), so shedding starts only when even the current pool cannot hold τ. The
+shedder's estimates are calibrated to the engine's wall clock by probes the entry operator
+answers (shared.las.wallclock: the micro-batch floor and a multiplier on ŵ).
 Nothing vanishes: each event is admitted, shed (counted, optionally kept on sps.shed) or
 dead-lettered.
 """
