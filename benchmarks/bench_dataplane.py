@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 
@@ -24,13 +21,13 @@ from services.dataplane.offsets import TrackedProducer
 from shared import embedded
 from shared.knowledge_base import Keys
 from shared.topics import Topics
+from tests.support.processes import ServiceProcess
 
 
 def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, float]:
     tag = uuid.uuid4().hex[:6]
     keys = Keys(tag)
     env = {
-        **os.environ,
         "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
@@ -43,12 +40,8 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
     r = redis.Redis.from_url(redis_url)
     for op in ("parse", "classify_content", "classify_author", "store"):
         r.set(keys.active(op), 2)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "services.dataplane"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    # its own process group: stop() takes Spark's JVM and workers along
+    proc = ServiceProcess("dataplane", env).start()
     try:
         while not r.exists(f"{tag}:dp:runs"):
             time.sleep(0.2)
@@ -102,8 +95,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
             out["resize_delay_ms_max"] = round(1000 * max(delays), 1)
         return out
     finally:
-        proc.terminate()
-        proc.wait(60)
+        proc.stop(timeout=60)
 
 
 def main() -> None:

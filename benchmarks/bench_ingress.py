@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -21,6 +18,7 @@ from shared import embedded
 from shared.knowledge_base import Keys
 from shared.las.redis_store import SketchPublisher
 from shared.las.sketch import Hashes, SketchPair, key_to_int
+from tests.support.processes import ServiceProcess
 
 
 def main() -> None:
@@ -45,18 +43,12 @@ def main() -> None:
                     p.poll(0.05)
         p.flush()
         env = {
-            **os.environ,
             "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
             "SPS_REDIS_URL": redis_url,
             "SPS_TAU_MS": "50",
             "SPS_KEY_FIELD": "user.screen_name",
         }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "services.ingress"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = ServiceProcess("ingress", env).start()
         try:
             first = None
             while True:
@@ -70,8 +62,7 @@ def main() -> None:
             elapsed = time.time() - first[0]
             counts = {k.decode(): int(v) for k, v in r.hgetall("sps:ingress:counts").items()}
         finally:
-            proc.terminate()
-            proc.wait(30)
+            proc.stop(timeout=30)
     rate = (args.events - first[1]) / elapsed
     print(json.dumps({"events": args.events, "events_per_s": round(rate), **counts}))
 
