@@ -19,12 +19,12 @@ import yaml
 from confluent_kafka import Producer
 
 from shared import embedded
-from shared.contracts.metrics import OperatorCounters
 from shared.kafka_admin import ensure_topics
 from shared.kafka_io import read_topic as read_all
 from shared.topics import Topics
 from shared.topology import Operator, linear
 from tests.support.processes import ServiceProcess
+from tests.support.recorded import chain_interval
 
 
 def main() -> None:
@@ -57,21 +57,7 @@ def main() -> None:
                 interval = start + k
                 time.sleep(max(0.0, interval + 0.9 - time.time()))  # report near the end
                 rate = 2000.0 if (k // 15) % 2 else 400.0
-                recs = [OperatorCounters(interval=interval, operator="source", processed=rate)]
-                prev = "source"
-                for op in topo.names:
-                    recs.append(
-                        OperatorCounters(
-                            interval=interval,
-                            operator=op,
-                            received_from={prev: rate},
-                            processed=rate,
-                            emitted=rate,
-                            busy_s=rate * 0.001,
-                            active_replicas=1,
-                        )
-                    )
-                    prev = op
+                recs = chain_interval(topo.names, interval, rate)
                 for r in recs:
                     producer.produce(topics.metrics, value=r.model_dump_json())
                 producer.flush()

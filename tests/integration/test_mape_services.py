@@ -17,6 +17,7 @@ from shared.kafka_io import read_topic
 from shared.knowledge_base import Keys
 from shared.topics import Topics
 from tests.support.processes import ServiceProcess
+from tests.support.recorded import chain_interval
 
 pytestmark = pytest.mark.integration
 
@@ -25,23 +26,7 @@ OPS = ["parse", "classify_content", "classify_author", "store"]
 
 def counters(interval: int, rate: float) -> list[OperatorCounters]:
     """A recorded interval of the Twitter application at ``rate`` events/s, all processed."""
-    recs = [OperatorCounters(interval=interval, operator="source", processed=rate)]
-    prev = "source"
-    for op in OPS:
-        recs.append(
-            OperatorCounters(
-                interval=interval,
-                operator=op,
-                received_from={prev: rate},
-                processed=rate,
-                emitted=rate if op != "store" else 0.0,
-                busy_s=rate * 0.001,
-                active_replicas=1,
-                latency_ms=[5.0, 7.0],
-            )
-        )
-        prev = op
-    return recs
+    return chain_interval(OPS, interval, rate, sink_latency_ms=[5.0, 7.0])
 
 
 def read_all(bootstrap: str, topic: str, timeout: float = 2.0, max_s: float = 20.0) -> list[dict]:

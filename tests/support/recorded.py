@@ -1,0 +1,37 @@
+"""Recorded sps.metrics intervals for a chain of operators, as the dataplane reports them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.contracts.metrics import OperatorCounters
+
+
+def chain_interval(
+    operators: Sequence[str],
+    interval: int,
+    rate: float,
+    et_s: float = 0.001,
+    sink_latency_ms: Sequence[float] = (),
+) -> list[OperatorCounters]:
+    """One interval at ``rate`` events/s through ``operators`` in a line, all processed:
+    the source's λ_G, then each operator receiving from the one before; the last one is
+    the sink (emits nothing, reports the end-to-end latency samples)."""
+    recs = [OperatorCounters(interval=interval, operator="source", processed=rate)]
+    prev = "source"
+    for op in operators:
+        sink = op == operators[-1]
+        recs.append(
+            OperatorCounters(
+                interval=interval,
+                operator=op,
+                received_from={prev: rate},
+                processed=rate,
+                emitted=0.0 if sink else rate,
+                busy_s=rate * et_s,
+                active_replicas=1,
+                latency_ms=list(sink_latency_ms) if sink else [],
+            )
+        )
+        prev = op
+    return recs
