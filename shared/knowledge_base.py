@@ -35,6 +35,10 @@ class Keys:
     def et_ms(self, op: str) -> str:
         return f"{self.prefix}:op:{op}:et_ms"
 
+    def committed(self, op: str) -> str:
+        """Hash partition -> offset up to which the operator's query has committed."""
+        return f"{self.prefix}:dp:{op}:committed"
+
     def utilisation(self, op: str) -> str:
         return f"{self.prefix}:op:{op}:util"
 

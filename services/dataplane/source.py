@@ -131,6 +131,10 @@ class OperatorReader(DataSourceStreamReader):
 
         ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
         queued = sum(max(0, ends[j] - int(end.get(str(j), 0))) for j in range(self._pool()))
+        # What a drain (demo, tests) waits on: the query's committed ends per partition.
+        self._redis().hset(
+            self._keys().committed(self.operator), mapping={str(k): int(v) for k, v in end.items()}
+        )
         td = float(self.o.get("td", "1"))
         rec = OperatorCounters(
             interval=int(time.time() // td),

@@ -105,8 +105,9 @@ def run(
 
 
 def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) -> None:
-    """Wait until the ingress has taken everything and the entry queues are empty (from
-    the partition ends the producers recorded and the committed batches), or time out."""
+    """Wait until the ingress has taken everything and every operator's query has
+    committed up to the partition ends the producers recorded, or time out. Event-driven:
+    a slow machine only takes longer, it does not end the drain early."""
     from services.dataplane.offsets import read_ends
     from shared.knowledge_base import Keys
     from shared.topics import Topics
@@ -117,14 +118,14 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
     last = None
     while time.monotonic() < deadline:
         tick()
-        ends = tuple(
-            sum(read_ends(r, keys, Topics.operator(op.name), op.max_replicas))
-            for op in topo.operators
-        )
-        counts = r.hget(f"{prefix}:ingress:counts", "received")
-        snapshot = (ends, counts)
-        stable = stable + 1 if snapshot == last else 0
-        last = snapshot
-        if stable >= 6:  # 3 s without new events anywhere
+        behind = 0
+        for op in topo.operators:
+            ends = read_ends(r, keys, Topics.operator(op.name), op.max_replicas)
+            done = r.hgetall(keys.committed(op.name))
+            behind += sum(max(0, e - int(done.get(str(j).encode(), 0))) for j, e in enumerate(ends))
+        received = r.hget(f"{prefix}:ingress:counts", "received")
+        stable = stable + 1 if behind == 0 and received == last else 0
+        last = received
+        if stable >= 4:  # 2 s with the ingress idle and every query caught up
             return
         time.sleep(0.5)

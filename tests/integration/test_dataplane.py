@@ -22,6 +22,17 @@ from shared.topics import Topics
 pytestmark = pytest.mark.integration
 
 
+def _wait_for_batch(r: redis.Redis, log: str, active: int, proc, tmp_path) -> None:
+    deadline = time.monotonic() + 180
+    while True:
+        last = r.lindex(log, -1)
+        if last is not None and json.loads(last)["active"] == active:
+            return
+        assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, f"no micro-batch planned with {active} replicas"
+        time.sleep(0.2)
+
+
 def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, redis_url, tmp_path):
     tag = uuid.uuid4().hex[:6]
     keys = Keys(tag)
@@ -70,7 +81,9 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
                 sent += 1
             producer.produce(Topics.operator("parse"), b"{broken", partition=0)
             producer.flush()
-            time.sleep(4)
+            # Event-driven, not a sleep: the next step starts once a micro-batch of
+            # classify_content has been planned with this step's active count.
+            _wait_for_batch(r, f"{tag}:dp:classify_content:batches", active, proc, tmp_path)
         deadline = time.monotonic() + 180
         while r.scard(f"{keys.prefix}:sink:ids") < n and time.monotonic() < deadline:
             assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
