@@ -16,11 +16,11 @@ import uuid
 import redis
 
 from services.dataplane.apps import twitter
-from services.dataplane.envelope import Envelope
-from services.dataplane.offsets import TrackedProducer
 from shared import embedded
+from shared.envelope import Envelope
 from shared.knowledge_base import Keys
 from shared.topics import Topics
+from shared.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
 

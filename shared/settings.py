@@ -7,7 +7,7 @@ A bad value stops the service at start with a message naming the variable
 from __future__ import annotations
 
 import sys
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,11 +64,19 @@ class IngressSettings(ServiceSettings):
 
 
 class DataplaneSettings(ServiceSettings):
-    spark_master: str = "local[2]"
+    # "auto": local[operators × tasks_per_query], one Spark task slot per task a
+    # micro-batch plans, so the queries never wait for each other's slots.
+    spark_master: str = "auto"
     checkpoint_dir: str = "runs/checkpoints"
-    max_events_per_task: int = Field(default=20_000, ge=1)
+    max_events_per_task: int = Field(default=20_000, ge=1)  # per replica slot and batch
     trigger_ms: int = Field(default=200, ge=0)
-    synthetic_cost: bool = False  # burn each operator's et_ms per event
+    # none: the operator's own work; wait: each event occupies its replica et_ms (an
+    # operator bound by a remote call); cpu: real work plus burned CPU up to et_ms.
+    cost_mode: Literal["none", "wait", "cpu"] = "none"
+    synthetic_cost: bool = False  # deprecated alias of cost_mode=cpu
+    tasks_per_query: int = Field(default=1, ge=1)  # Spark tasks one micro-batch plans
+    max_batch_s: float = Field(default=1.0, gt=0)  # a slot's work per batch, with a cost
+    t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
     track_sink_ids: bool = False  # record every id reaching a sink (tests, audits)
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
 

@@ -16,18 +16,29 @@ from shared.settings import DataplaneSettings
 from shared.topics import Topics
 
 
-def spark_session(settings: DataplaneSettings) -> Any:
+def cost_mode(settings: DataplaneSettings) -> str:
+    return "cpu" if settings.synthetic_cost and settings.cost_mode == "none" else settings.cost_mode
+
+
+def spark_master(settings: DataplaneSettings, topo: Any) -> str:
+    """``auto``: one task slot per task a micro-batch of each query plans."""
+    if settings.spark_master != "auto":
+        return settings.spark_master
+    return f"local[{len(topo.operators) * settings.tasks_per_query}]"
+
+
+def spark_session(settings: DataplaneSettings, master: str) -> Any:
     from pyspark.sql import SparkSession
 
     # The workers must run this interpreter (the venv with pyarrow and the project).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Local mode talks to itself only: keep Spark off the machine's other interfaces.
-    if settings.spark_master.startswith("local"):
+    if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return (
         SparkSession.builder.appName("elastic-sps-dataplane")
-        .master(settings.spark_master)
+        .master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.python.worker.reuse", "true")
@@ -65,7 +76,10 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
             .option("prefix", settings.key_prefix)
             .option("td", str(settings.td))
             .option("max_per_task", str(settings.max_events_per_task))
-            .option("synthetic_cost", "1" if settings.synthetic_cost else "0")
+            .option("cost_mode", cost_mode(settings))
+            .option("tasks_per_query", str(settings.tasks_per_query))
+            .option("max_batch_s", str(settings.max_batch_s))
+            .option("t_out_s", str(settings.t_out_s))
             .option("track_sink_ids", "1" if settings.track_sink_ids else "0")
             .option("metrics_topic", settings.topics.metrics)
             .option("fixed_replicas", str(settings.fixed_replicas or ""))
@@ -90,7 +104,7 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
 def run(settings: DataplaneSettings) -> None:
     topo = topology_mod.load(settings.topology)
     create_topics(settings, topo)
-    spark = spark_session(settings)
+    spark = spark_session(settings, spark_master(settings, topo))
     spark.sparkContext.setLogLevel("WARN")
     queries = start_queries(spark, settings)
     print(f"dataplane: {len(queries)} queries running for {topo.name}", flush=True)

@@ -1,29 +1,47 @@
-"""One replica's work for one micro-batch (runs in a Spark Python worker).
+"""A group of replica slots' work for one micro-batch (runs in a Spark Python worker).
 
-Clients are cached per worker process (Spark reuses Python workers), so a replica does
-not reconnect to Kafka and Redis every micro-batch; so is each entry operator's LAS
-sketch state, which must outlive a batch to become stable.
+The task reads every slot's offset range with one consumer, then runs each slot in its
+own thread (``slots.py`` says why), and publishes once: one producer flush, one Redis
+pipeline, one metrics record per slot.
+
+Operator cost comes in two modes (``cost_mode``), beside ``none`` (the operator's own
+work only):
+
+* ``wait``: the replica is occupied ``et_ms`` per event, as an operator bound by a remote
+  call (an enrichment lookup, a database write, a model server) is. It sleeps the rest
+  of ``et_ms`` after its real work, so its capacity is 1/et per replica on any machine:
+  what the embedded demo uses.
+* ``cpu``: the operator's real work plus burned CPU up to ``et_ms``, for clusters with a
+  core per task slot.
+
+Clients are cached per worker process (Spark reuses Python workers); so is each entry
+operator's LAS sketch state, which must outlive a batch to become stable.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from services.dataplane.apps import Context, operator_fn
-from services.dataplane.envelope import BadEvent, Envelope, decode
-from services.dataplane.offsets import TrackedProducer
 from services.dataplane.sample import LatencySample
+from services.dataplane.slots import Slot
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
+from shared.envelope import BadEvent, Envelope, decode
 from shared.grouping import LoadAwareRouter
 from shared.knowledge_base import Keys
 from shared.topics import Topics
+from shared.tracked_producer import TrackedProducer
 
 _CACHE: dict[Any, Any] = {}
+_FROZEN = [False]
 
 
 def _cached(key: Any, make: Any) -> Any:
@@ -32,153 +50,289 @@ def _cached(key: Any, make: Any) -> Any:
     return _CACHE[key]
 
 
+def freeze_heap_once() -> None:
+    """pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; a full
+    collection over this project's modules cost ~60 ms per task, 84 % of the worker's CPU
+    (py-spy, ARCHITECTURE.md). Moving what is loaded now into the permanent generation
+    makes those collections ~free."""
+    if not _FROZEN[0]:
+        gc.collect()
+        gc.freeze()
+        _FROZEN[0] = True
+
+
 def _spin(seconds: float) -> None:
-    """Synthetic cost: burn CPU like a real operator would (sleep would free the core)."""
+    """``cpu`` cost: burn the core like a real operator would (sleep would free it)."""
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         pass
 
 
-def run_replica(
-    o: dict[str, str], operator: str, replica: int, start: int, end: int, active: int
-) -> tuple[int, int, int, int, int, int, float]:
-    import redis as redis_lib
+@dataclass
+class Occupancy:
+    """A replica's clock in ``wait``/``cpu`` mode over one micro-batch, whose events are
+    all there when it starts: each event occupies the replica for max(et, real work).
+    The clock runs ahead of the wall by what the replica owes; it sleeps only when ahead
+    by > 2 ms, and an oversleep shortens the next sleep, so sleep granularity neither
+    loses nor adds capacity."""
 
-    from shared import topology
+    mode: str
+    et_s: float
+    free_at: float = field(default_factory=time.perf_counter)
 
-    topo = _cached(("topo", o["topology"]), lambda: topology.load(o["topology"]))
-    r = _cached(("redis", o["redis_url"]), lambda: redis_lib.Redis.from_url(o["redis_url"]))
-    keys = Keys(o.get("prefix", "sps"))
-    td = float(o.get("td", "1"))
-    metrics_topic = o.get("metrics_topic", "sps.metrics")
-    deadletter_topic = o.get("deadletter_topic", "sps.deadletter")
-    producer: TrackedProducer = _cached(
-        ("producer", o["bootstrap"], o["redis_url"], keys.prefix),
-        lambda: TrackedProducer(o["bootstrap"], r, keys),
+    def end(self, began: float) -> float:
+        """Account for one event whose work started at ``began``; returns the time it
+        occupied the replica."""
+        work = time.perf_counter() - began
+        if self.mode == "cpu" and self.et_s > work:
+            _spin(self.et_s - work)
+        occupied = max(self.et_s, work) if self.mode in ("wait", "cpu") else work
+        self.free_at += occupied  # the batch's events are all waiting: no idle gaps
+        if self.mode == "wait":
+            ahead = self.free_at - time.perf_counter()
+            if ahead > 0.002:
+                time.sleep(ahead)
+        return occupied
+
+    def settle(self) -> None:
+        """The batch ends when the replica has served its last event's time."""
+        ahead = self.free_at - time.perf_counter()
+        if self.mode == "wait" and ahead > 0:
+            time.sleep(ahead)
+
+
+@dataclass
+class SlotResult:
+    replica: int
+    received_from: dict[str, float] = field(default_factory=dict)
+    processed: int = 0
+    emitted: int = 0
+    dead: int = 0
+    expired: int = 0
+    busy: float = 0.0
+    latencies: LatencySample = field(default_factory=lambda: LatencySample(200))
+    queuing: LatencySample = field(default_factory=lambda: LatencySample(500))
+    las_keys: list[int] = field(default_factory=list)
+    las_times: list[float] = field(default_factory=list)
+    sink_ids: list[str] = field(default_factory=list)
+    probes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GroupRun:
+    """What every slot of one task shares: options, clients, the operator."""
+
+    o: dict[str, str]
+    operator: str
+    active: int
+
+    def __post_init__(self) -> None:
+        import redis as redis_lib
+
+        from shared import topology
+
+        o = self.o
+        self.topo = _cached(("topo", o["topology"]), lambda: topology.load(o["topology"]))
+        self.r = _cached(
+            ("redis", o["redis_url"]), lambda: redis_lib.Redis.from_url(o["redis_url"])
+        )
+        self.keys = Keys(o.get("prefix", "sps"))
+        self.td = float(o.get("td", "1"))
+        self.producer: TrackedProducer = _cached(
+            ("producer", o["bootstrap"], o["redis_url"], self.keys.prefix),
+            lambda: TrackedProducer(o["bootstrap"], self.r, self.keys),
+        )
+        self.op = self.topo[self.operator]
+        self.fn = operator_fn(self.topo, self.operator)
+        self.cost_mode = o.get("cost_mode", "none")
+        self.t_out = float(o.get("t_out_s") or 0)
+        self.successors = [e.dst for e in self.topo.successors[self.operator]]
+        self.topic = Topics.operator(self.operator)
+        self.track_ids = o.get("track_sink_ids") == "1"
+        self.util = {s: self.r.hgetall(self.keys.utilisation(s)) for s in self.successors}
+
+    def router(self, successor: str) -> LoadAwareRouter:
+        n = int(self.r.get(self.keys.active(successor)) or 0) or self.topo[successor].min_replicas
+        n = max(1, min(self.topo[successor].max_replicas, n))
+        util = self.util[successor]
+        return LoadAwareRouter(
+            self.topo[successor].et_s,
+            self.td,
+            [float(util.get(str(j).encode(), 0)) for j in range(n)],
+        )
+
+
+def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
+    """Every slot's records [start, end) with one consumer (assign, no group)."""
+    out: dict[int, list[Any]] = {s.replica: [] for s in slots}
+    todo = {s.replica: s for s in slots if s.events}
+    if not todo:
+        return out
+    consumer: Consumer = _cached(
+        ("consumer", o["bootstrap"]),
+        lambda: Consumer(
+            {
+                "bootstrap.servers": o["bootstrap"],
+                "group.id": "sps-dataplane",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "fetch.wait.max.ms": 50,
+            }
+        ),
     )
-    op = topo[operator]
-    fn = operator_fn(topo, operator)
-    cost = op.et_s if o.get("synthetic_cost") == "1" else 0.0
-    successors = [e.dst for e in topo.successors[operator]]
-    routers = {}
-    for s in successors:
-        n = int(r.get(keys.active(s)) or max(1, topo[s].min_replicas))
-        n = max(1, min(topo[s].max_replicas, n))
-        util = r.hgetall(keys.utilisation(s))
-        us = [float(util.get(str(j).encode(), 0.0)) for j in range(n)]
-        routers[s] = LoadAwareRouter(topo[s].et_s, td, us)
-    ctx = Context(operator, r, keys.prefix)
-    is_sink = not successors
-    track_ids = o.get("track_sink_ids") == "1"
+    consumer.assign([TopicPartition(topic, s.replica, s.start) for s in todo.values()])
+    nxt = {j: s.start for j, s in todo.items()}  # offsets can skip (markers): track them
+    deadline = time.monotonic() + 60
+    while any(nxt[j] < s.end for j, s in todo.items()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: offsets up to {todo} not readable in 60 s ({nxt})")
+        for msg in consumer.consume(num_messages=5000, timeout=0.5):
+            err = msg.error()
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"{topic}[{msg.partition()}]: {err}")
+                continue
+            j, at = msg.partition() or 0, msg.offset() or 0
+            slot = todo.get(j)
+            if slot is None or at < nxt[j] or at >= slot.end:
+                continue
+            out[j].append(msg)
+            nxt[j] = at + 1
+    consumer.unassign()
+    return out
+
+
+def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
+    res = SlotResult(slot.replica)
+    if not msgs:
+        return res
+    ctx = Context(g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False))
+    routers = {s: g.router(s) for s in g.successors}
+    clock = Occupancy(g.cost_mode, g.op.et_s)
+    is_sink = not g.successors
+    entry = g.operator in g.topo.entry_operators
+    for msg in msgs:
+        try:
+            ev = decode(msg.value())
+        except BadEvent as exc:
+            res.dead += 1
+            _dead_letter(g, slot.replica, msg, exc)
+            continue
+        now = time.time()
+        if g.t_out and now - (ev.adm or ev.ts) > g.t_out:
+            res.expired += 1  # PA-SPS t_out: too old to be worth processing
+            continue
+        began = time.perf_counter()
+        ctx.event_id = ev.id
+        try:
+            outputs = [
+                (dst, ev.forward(g.operator, payload).encode())
+                for dst, payload in g.fn(ev.payload, ctx)
+            ]
+        except (BadEvent, KeyError, TypeError, ValueError) as exc:
+            # An operator's input error: the payload lacks what the operator needs.
+            res.dead += 1
+            _dead_letter(g, slot.replica, msg, exc)
+            continue
+        occupied = clock.end(began)
+        res.busy += occupied
+        res.processed += 1
+        if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
+            res.probes.append(f"{ev.id} {time.time() - ev.lasc!r}")
+        if ev.adm is not None:
+            res.queuing.add(1000.0 * (now - ev.adm))
+        res.received_from[ev.src] = res.received_from.get(ev.src, 0.0) + 1
+        if entry and isinstance(ev.payload, dict | str):
+            res.las_keys.append(_las_key(msg.key(), ev))
+            res.las_times.append(occupied)
+        for dst, body in outputs:
+            for s in [dst] if dst is not None else g.successors:
+                g.producer.produce(
+                    Topics.operator(s), body, partition=routers[s].choose(), key=msg.key()
+                )
+                res.emitted += 1
+        if is_sink:
+            res.latencies.add(1000.0 * (time.time() - ev.ts))
+            if g.track_ids:
+                res.sink_ids.append(ev.id)
+    clock.settle()
+    ctx.writes.execute()  # the sink's writes: one round trip per slot, not per event
+    return res
+
+
+def run_group(
+    o: dict[str, str], operator: str, slots: tuple[Slot, ...], active: int
+) -> list[tuple[int, int, int, int, int, int, float]]:
+    freeze_heap_once()
+    g = GroupRun(o, operator, active)
+    records = read_slots(o, g.topic, slots)
+    if len(slots) > 1:
+        pool = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
+        results = list(pool.map(lambda s: run_slot(g, s, records[s.replica]), slots))
+    else:
+        results = [run_slot(g, s, records[s.replica]) for s in slots]
+    g.producer.flush()  # downstream events first: their ends must be recorded before commit
+    publish(g, results)
+    by_slot = {s.replica: s for s in slots}
+    return [
+        (
+            r.replica,
+            by_slot[r.replica].start,
+            by_slot[r.replica].end,
+            r.processed,
+            r.emitted,
+            r.dead,
+            r.busy,
+        )
+        for r in results
+    ]
+
+
+def publish(g: GroupRun, results: list[SlotResult]) -> None:
+    """Sink ids, LAS sketches and Δ replies, utilisation and the counters, batched."""
+    pipe = g.r.pipeline(transaction=False)
     las = None
-    if operator in topo.entry_operators and o.get("las", "1") == "1":
+    if g.operator in g.topo.entry_operators and g.o.get("las", "1") == "1":
         las = _cached(
-            ("las", operator, replica, keys.prefix), lambda: _las_operator(r, operator, keys)
+            ("las", g.operator, g.keys.prefix), lambda: _las_operator(g.r, g.operator, g.keys)
         )
-
-    received_from: dict[str, float] = {}
-    processed = emitted = dead = 0
-    busy = 0.0
-    latencies = LatencySample(200)
-    queuing = LatencySample(500)
-    las_keys: list[int] = []
-    las_times: list[float] = []
-    sink_ids: list[str] = []
-    if end > start:
-        consumer: Consumer = _cached(
-            ("consumer", o["bootstrap"]),
-            lambda: Consumer(
-                {
-                    "bootstrap.servers": o["bootstrap"],
-                    "group.id": "sps-dataplane",
-                    "enable.auto.commit": False,
-                    "enable.partition.eof": False,
-                    "fetch.wait.max.ms": 50,
-                }
-            ),
+    interval = int(time.time() // g.td)
+    metrics_topic = g.o.get("metrics_topic", "sps.metrics")
+    for res in results:
+        if res.sink_ids:
+            pipe.sadd(f"{g.keys.prefix}:sink:ids", *res.sink_ids)
+        if res.probes:
+            pipe.rpush(g.keys.las_deltas(g.operator), *res.probes)
+        pipe.hset(
+            g.keys.utilisation(g.operator),
+            str(res.replica),
+            min(1.0, res.processed * g.op.et_s / g.td),
         )
-        topic = Topics.operator(operator)
-        consumer.assign([TopicPartition(topic, replica, start)])
-        offset = start
-        deadline = time.monotonic() + 60
-        while offset < end:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{operator}[{replica}]: offsets {offset}..{end} not readable")
-            for msg in consumer.consume(num_messages=min(2000, end - offset), timeout=0.5):
-                err = msg.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"{operator}[{replica}]: {err}")
-                    continue
-                at = msg.offset() or 0
-                if at < offset or at >= end:
-                    continue
-                offset = at + 1
-                t0 = time.perf_counter()
-                started = time.time()
-                try:
-                    ev = decode(msg.value())
-                    ctx.event_id = ev.id
-                    outputs = [
-                        (dst, ev.forward(operator, payload).encode())
-                        for dst, payload in fn(ev.payload, ctx)
-                    ]
-                except (BadEvent, KeyError, TypeError, ValueError) as exc:
-                    dead += 1
-                    _dead_letter(producer, deadletter_topic, operator, topic, replica, msg, exc)
-                    continue
-                if cost:
-                    _spin(cost - (time.perf_counter() - t0))
-                elapsed = time.perf_counter() - t0
-                busy += elapsed
-                processed += 1
-                if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
-                    r.rpush(keys.las_deltas(operator), f"{ev.id} {time.time() - ev.lasc!r}")
-                if ev.adm is not None:
-                    queuing.add(1000.0 * (started - ev.adm))
-                received_from[ev.src] = received_from.get(ev.src, 0.0) + 1
-                if las is not None and isinstance(ev.payload, dict | str):
-                    las_keys.append(_las_key(msg.key(), ev))
-                    las_times.append(elapsed)
-                for dst, body in outputs:
-                    targets = [dst] if dst is not None else successors
-                    for s in targets:
-                        part = routers[s].choose()
-                        producer.produce(Topics.operator(s), body, partition=part, key=msg.key())
-                        emitted += 1
-                if is_sink:
-                    latencies.add(1000.0 * (time.time() - ev.ts))
-                    if track_ids:
-                        sink_ids.append(ev.id)
-        consumer.unassign()
-    producer.flush()
-    if sink_ids:
-        r.sadd(f"{keys.prefix}:sink:ids", *sink_ids)
-    if las is not None and las_keys:
-        import numpy as np
+        if las is not None and res.las_keys:
+            import numpy as np
 
-        las.update_batch(np.asarray(las_keys, dtype=np.int64), np.asarray(las_times))
-    r.hset(keys.utilisation(operator), str(replica), min(1.0, processed * op.et_s / td))
-    rec = OperatorCounters(
-        interval=int(time.time() // td),
-        operator=operator,
-        replica=replica,
-        received_from=received_from,
-        processed=processed,
-        emitted=emitted,
-        busy_s=busy,
-        dead_lettered=dead,
-        active_replicas=active,
-        latency_ms=latencies.values,
-        queuing_ms=queuing.values,
-        latency_ms_sum=latencies.total,
-        latency_n=latencies.n,
-        queuing_ms_sum=queuing.total,
-        queuing_n=queuing.n,
-    )
-    producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
-    producer.p.flush(10)
-    return (replica, start, end, processed, emitted, dead, busy)
+            las.update_batch(np.asarray(res.las_keys, dtype=np.int64), np.asarray(res.las_times))
+        rec = OperatorCounters(
+            interval=interval,
+            operator=g.operator,
+            replica=res.replica,
+            received_from=res.received_from,
+            processed=res.processed,
+            emitted=res.emitted,
+            busy_s=res.busy,
+            dead_lettered=res.dead,
+            expired=res.expired,
+            active_replicas=g.active,
+            latency_ms=res.latencies.values,
+            queuing_ms=res.queuing.values,
+            latency_ms_sum=res.latencies.total,
+            latency_n=res.latencies.n,
+            queuing_ms_sum=res.queuing.total,
+            queuing_n=res.queuing.n,
+        )
+        g.producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
+    pipe.execute()
+    g.producer.p.flush(10)
 
 
 def _las_key(key: bytes | None, ev: Envelope) -> int:
@@ -194,23 +348,17 @@ def _las_operator(r: Any, operator: str, keys: Keys) -> Any:
     return LasOperator(pub.publish_sketch, pub.send_delta, seed=zlib.crc32(operator.encode()))
 
 
-def _dead_letter(
-    producer: TrackedProducer,
-    topic: str,
-    operator: str,
-    src_topic: str,
-    replica: int,
-    msg: Any,
-    exc: Exception,
-) -> None:
+def _dead_letter(g: GroupRun, replica: int, msg: Any, exc: Exception) -> None:
     raw = msg.value() or b""
     rec = DeadLetter(
-        service=f"dataplane:{operator}",
-        topic=src_topic,
+        service=f"dataplane:{g.operator}",
+        topic=g.topic,
         partition=replica,
         offset=msg.offset(),
         reason=str(exc) or type(exc).__name__,
         payload=raw[:2000].decode("utf-8", "replace"),
         at=time.time(),
     )
-    producer.produce(topic, rec.model_dump_json().encode(), partition=0)
+    g.producer.produce(
+        g.o.get("deadletter_topic", "sps.deadletter"), rec.model_dump_json().encode(), partition=0
+    )

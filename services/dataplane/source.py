@@ -1,6 +1,7 @@
-"""The elastic Python Kafka data source: each micro-batch plans one task per *active*
-replica of the operator (read from Redis at that moment), plus a drain task for each
-inactive replica slot that still holds events. Each task is a replica: it reads its
+"""The elastic Python Kafka data source: each micro-batch plans one replica slot per
+*active* replica of the operator (read from Redis at that moment), plus a drain slot for
+each inactive one that still holds events, and packs the slots into at most
+``tasks_per_query`` Spark tasks (``slots.py``). Each slot is a replica: it reads its
 partition's offset range, runs the operator on every event, emits to the successors'
 active replicas with load-aware grouping, and publishes its counters.
 
@@ -16,21 +17,25 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from services.dataplane.slots import Slot, capped_end, max_events_per_slot, pack, plan_slots
+
 SCHEMA = (
     "replica INT, start LONG, end LONG, processed LONG, emitted LONG, "
     "dead_lettered LONG, busy_s DOUBLE"
 )
 
 
-class ReplicaTask(InputPartition):
-    def __init__(self, replica: int, start: int, end: int, active: int, drain: bool) -> None:
-        self.replica, self.start, self.end = replica, start, end
-        self.active, self.drain = active, drain
+class SlotGroup(InputPartition):
+    """One Spark task: the replica slots it serves this micro-batch."""
+
+    def __init__(self, slots: tuple[Slot, ...], active: int) -> None:
+        self.slots, self.active = slots, active
 
 
 class SpsKafkaSource(DataSource):
     """Options: operator, topology (name or file), bootstrap, redis_url, prefix, td,
-    max_per_task, synthetic_cost ("1" to reproduce et_ms), track_sink_ids."""
+    max_per_task, cost_mode (none, wait, cpu), t_out_s, tasks_per_query, max_batch_s,
+    track_sink_ids."""
 
     @classmethod
     def name(cls) -> str:
@@ -48,6 +53,7 @@ class OperatorReader(DataSourceStreamReader):
         self.o = options
         self.operator = options["operator"]
         self.max_per_task = int(options.get("max_per_task", "20000"))
+        self.tasks_per_query = int(options.get("tasks_per_query", "1"))
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None
@@ -87,47 +93,46 @@ class OperatorReader(DataSourceStreamReader):
         return {str(j): 0 for j in range(self._pool())}
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
-        from services.dataplane.offsets import read_ends
         from shared.topics import Topics
+        from shared.tracked_producer import read_ends
 
         ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
+        cap = max_events_per_slot(
+            self.o.get("cost_mode", "none"),
+            self._topology()[self.operator].et_s,
+            float(self.o.get("max_batch_s", "1")),
+            self.max_per_task,
+        )
         return {
-            str(j): min(ends[j], int(start.get(str(j), 0)) + self.max_per_task)
-            for j in range(self._pool())
+            str(j): capped_end(int(start.get(str(j), 0)), ends[j], cap) for j in range(self._pool())
         }
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         active = self._active()
-        tasks: list[InputPartition] = []
-        for j in range(self._pool()):
-            s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
-            if j < active:
-                tasks.append(ReplicaTask(j, s, e, active, drain=False))
-            elif e > s:
-                tasks.append(ReplicaTask(j, s, e, active, drain=True))
+        slots = plan_slots(start, end, self._pool(), active)
+        groups = pack(slots, self.tasks_per_query)
         log = f"{self._keys().prefix}:dp:{self.operator}:batches"
-        self._redis().rpush(
-            log,
-            json.dumps(
-                {
-                    "active": active,
-                    "tasks": len(tasks),
-                    "drain": sum(t.drain for t in tasks),  # type: ignore[attr-defined]
-                    "at": time.time(),
-                }
-            ),
-        )
-        self._redis().ltrim(log, -1000, -1)
-        return tasks
+        entry = {
+            "active": active,
+            "slots": [s.replica for s in slots if not s.drain],
+            "drain": [s.replica for s in slots if s.drain],
+            "tasks": len(groups),
+            "at": time.time(),
+        }
+        pipe = self._redis().pipeline(transaction=False)
+        pipe.rpush(log, json.dumps(entry))
+        pipe.ltrim(log, -1000, -1)
+        pipe.execute()
+        return [SlotGroup(g, active) for g in groups]
 
     def commit(self, end: dict) -> None:
         """The batch up to ``end`` is done: publish the queue left behind (counted from the
         ends the producers recorded) and the active count, for the monitor."""
         from confluent_kafka import Producer
 
-        from services.dataplane.offsets import read_ends
         from shared.contracts.metrics import OperatorCounters
         from shared.topics import Topics
+        from shared.tracked_producer import read_ends
 
         ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
         queued = sum(max(0, ends[j] - int(end.get(str(j), 0))) for j in range(self._pool()))
@@ -154,14 +159,7 @@ class OperatorReader(DataSourceStreamReader):
 
     # -- executor side -----------------------------------------------------------------
     def read(self, partition: InputPartition) -> Any:
-        from services.dataplane.replica import run_replica
+        from services.dataplane.replica import run_group
 
-        assert isinstance(partition, ReplicaTask)
-        yield run_replica(
-            self.o,
-            self.operator,
-            partition.replica,
-            partition.start,
-            partition.end,
-            partition.active,
-        )
+        assert isinstance(partition, SlotGroup)
+        yield from run_group(self.o, self.operator, partition.slots, partition.active)

@@ -108,9 +108,9 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
     """Wait until the ingress has taken everything and every operator's query has
     committed up to the partition ends the producers recorded, or time out. Event-driven:
     a slow machine only takes longer, it does not end the drain early."""
-    from services.dataplane.offsets import read_ends
     from shared.knowledge_base import Keys
     from shared.topics import Topics
+    from shared.tracked_producer import read_ends
 
     keys = Keys(prefix)
     deadline = time.monotonic() + drain_s

@@ -15,7 +15,6 @@ from typing import Any
 import redis
 from confluent_kafka import Consumer, Producer
 
-from services.dataplane.offsets import TrackedProducer
 from services.ingress.core import Gate
 from shared import topology
 from shared.contracts.action import DeadLetter
@@ -26,6 +25,7 @@ from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.settings import IngressSettings, settings_or_exit
 from shared.topics import Topics
+from shared.tracked_producer import TrackedProducer
 
 
 def serve_ops(port: int, state: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from services.dataplane.envelope import Envelope
+from shared.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
 from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int

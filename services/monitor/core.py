@@ -26,6 +26,7 @@ class _Acc:
     queued_by_replica: dict[int, float] = field(default_factory=dict)
     busy_s: float = 0.0
     dead_lettered: float = 0.0
+    expired: float = 0.0
     active: int = 0
     seen: bool = False
 
@@ -88,6 +89,7 @@ class IntervalAggregator:
             acc.queued_by_replica[rec.replica] = rec.queued
         acc.busy_s += rec.busy_s
         acc.dead_lettered += rec.dead_lettered
+        acc.expired += rec.expired
         acc.active = max(acc.active, rec.active_replicas)
         acc.seen = True
         iv.latencies.extend(rec.latency_ms)
@@ -124,6 +126,7 @@ class IntervalAggregator:
                 queued=sum(a.queued_by_replica.values()),
                 busy_s=a.busy_s,
                 et_ms=1000.0 * a.busy_s / a.processed if a.processed > 0 else 0.0,
+                expired=a.expired,
                 active_replicas=a.active or self.last_active[name],
                 silent=not a.seen,
             )

@@ -24,6 +24,7 @@ class OperatorCounters(Record):
     queued: float | None = Field(default=None, ge=0)  # latest per replica; None: not reported
     busy_s: float = Field(default=0.0, ge=0)
     dead_lettered: float = Field(default=0.0, ge=0)
+    expired: float = Field(default=0.0, ge=0)  # waited longer than t_out: not processed
     shed: float = Field(default=0.0, ge=0)  # ingress: events dropped by the shedder
     unkeyed: float = Field(default=0.0, ge=0)  # ingress: admitted without the key attribute
     active_replicas: int = Field(default=1, ge=0)

@@ -17,7 +17,8 @@ class OperatorInterval(BaseModel):
     emitted: float = 0.0
     queued: float = 0.0
     busy_s: float = 0.0
-    et_ms: float = 0.0
+    et_ms: float = 0.0  # measured: busy time per processed event
+    expired: float = 0.0  # waited longer than t_out at this operator
     active_replicas: int = 0
     silent: bool = False  # sent nothing this interval
 

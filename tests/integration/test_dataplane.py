@@ -13,11 +13,11 @@ import pytest
 import redis
 
 from services.dataplane.apps import twitter
-from services.dataplane.envelope import Envelope
-from services.dataplane.offsets import TrackedProducer
+from shared.envelope import Envelope
 from shared.kafka_io import read_topic as read_all
 from shared.knowledge_base import Keys
 from shared.topics import Topics
+from shared.tracked_producer import TrackedProducer
 
 pytestmark = pytest.mark.integration
 
@@ -92,8 +92,11 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
         missing = {f"{tag}-{k}" for k in range(n)} - ids
         assert not missing, f"{len(missing)} events never reached the sink"
         batches = [json.loads(b) for b in r.lrange(f"{tag}:dp:classify_content:batches", 0, -1)]
-        # every micro-batch planned one task per active replica (plus drains)
-        assert all(b["tasks"] - b["drain"] == b["active"] for b in batches)
+        # every micro-batch served exactly the active replicas' slots (plus drains of
+        # inactive slots that still held events), packed into one Spark task
+        assert all(b["slots"] == list(range(b["active"])) for b in batches)
+        assert all(min(b["drain"], default=b["active"]) >= b["active"] for b in batches)
+        assert all(b["tasks"] == 1 for b in batches)
         seen = [b["active"] for b in batches]
         compact = [a for k, a in enumerate(seen) if k == 0 or seen[k - 1] != a]
         assert compact[:4] == schedule, compact

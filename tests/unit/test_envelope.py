@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.dataplane.envelope import BadEvent, Envelope, decode
+from shared.envelope import BadEvent, Envelope, decode
 
 pytestmark = pytest.mark.unit
 

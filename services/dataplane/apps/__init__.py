@@ -17,13 +17,18 @@ OperatorFn = Callable[[Any, Any], Output]  # (payload, Context)
 
 
 class Context:
-    """What an operator may use: a Redis client (lazily made by the caller), its name."""
+    """What an operator may use: a Redis client for reads, ``writes`` (a pipeline the
+    replica executes once per micro-batch: a sink's per-event round trip cost 107 of a
+    task's 124 ms), its name and the current event's id."""
 
-    def __init__(self, operator: str, redis: Any, prefix: str, event_id: str = "") -> None:
+    def __init__(
+        self, operator: str, redis: Any, prefix: str, event_id: str = "", writes: Any = None
+    ) -> None:
         self.operator = operator
         self.redis = redis
         self.prefix = prefix
         self.event_id = event_id
+        self.writes = writes if writes is not None else redis
 
 
 APPS: dict[str, Mapping[str, OperatorFn]] = {

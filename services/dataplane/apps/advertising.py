@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from services.dataplane.envelope import BadEvent
+from shared.envelope import BadEvent
 
 WINDOW_S = 10
 
@@ -40,12 +40,12 @@ def join(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
 
 def campaign_processor(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     window = int(ev["event_time"]) // (WINDOW_S * 1000) * WINDOW_S
-    ctx.redis.hincrby(f"{ctx.prefix}:app:advertising:window:{window}", ev["campaign_id"], 1)
+    ctx.writes.hincrby(f"{ctx.prefix}:app:advertising:window:{window}", ev["campaign_id"], 1)
     return []
 
 
 def ip_processor(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
-    ctx.redis.pfadd(f"{ctx.prefix}:app:advertising:users", ev["ip"])
+    ctx.writes.pfadd(f"{ctx.prefix}:app:advertising:users", ev["ip"])
     return []
 
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from services.dataplane.envelope import BadEvent
+from shared.envelope import BadEvent
 
 LINE = re.compile(r"^(\S+ \S+) (DEBUG|INFO|WARN|ERROR) \[([^\]]+)\] (.*)$")
 VARIABLE = re.compile(r"\b(0x[0-9a-f]+|\d+(\.\d+)*|[0-9a-f]{8,})\b", re.I)
@@ -35,7 +35,7 @@ def count_level(e: Any, ctx: Any) -> list[tuple[str | None, Any]]:
 
 
 def store(e: Any, ctx: Any) -> list[tuple[str | None, Any]]:
-    ctx.redis.hincrby(f"{ctx.prefix}:app:log:levels", e["level"], 1)
+    ctx.writes.hincrby(f"{ctx.prefix}:app:log:levels", e["level"], 1)
     return []
 
 

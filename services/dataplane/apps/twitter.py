@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from services.dataplane.envelope import BadEvent
+from shared.envelope import BadEvent
 
 TOPICS = {
     "health": re.compile(r"\b(covid|vaccine|virus|mask|hospital)\b", re.I),
@@ -69,7 +69,7 @@ def classify_author(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
 
 
 def store(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
-    ctx.redis.hincrby(f"{ctx.prefix}:app:twitter:counts", f"{t['topic']}:{t['author_class']}", 1)
+    ctx.writes.hincrby(f"{ctx.prefix}:app:twitter:counts", f"{t['topic']}:{t['author_class']}", 1)
     return []
 
 

@@ -1,0 +1,67 @@
+"""How a micro-batch's replica slots are packed into Spark tasks.
+
+A replica is a unit of capacity, not a Spark task: one task per replica per micro-batch
+costs ~35 ms of a 2-core machine whatever it reads (../shared/ARCHITECTURE.md, "Where a
+micro-batch's time goes"), so a query's cycle grew linearly with its active replicas and
+scaling out *cost* latency. Instead each task serves a group of replica slots, each slot
+in its own thread (``replica.run_group``): a ``wait``-bound replica releases the GIL while
+occupied, so slots in one task run concurrently; ``cpu``-bound operators get one task per
+core (``tasks_per_query``). A slot that has nothing to read costs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One replica's share of a micro-batch: its partition's offsets [start, end)."""
+
+    replica: int
+    start: int
+    end: int
+    drain: bool = False  # an inactive slot emptying what it still holds
+
+    @property
+    def events(self) -> int:
+        return max(0, self.end - self.start)
+
+
+def plan_slots(start: dict, end: dict, pool: int, active: int) -> list[Slot]:
+    """Every active slot, plus each inactive slot that still holds events (it drains)."""
+    slots = []
+    for j in range(pool):
+        s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
+        if j < active:
+            slots.append(Slot(j, s, e))
+        elif e > s:
+            slots.append(Slot(j, s, e, drain=True))
+    return slots
+
+
+def pack(slots: list[Slot], tasks: int) -> list[tuple[Slot, ...]]:
+    """Spread the slots that have events over at most ``tasks`` groups, largest first onto
+    the lightest group (LPT), so the tasks of one micro-batch end at about the same time.
+    Always at least one group: Spark still runs the batch and commits its offsets."""
+    busy = sorted((s for s in slots if s.events), key=lambda s: -s.events)
+    n = max(1, min(tasks, len(busy)))
+    groups: list[list[Slot]] = [[] for _ in range(n)]
+    load = [0] * n
+    for s in busy:
+        k = load.index(min(load))
+        groups[k].append(s)
+        load[k] += s.events
+    return [tuple(g) for g in groups]
+
+
+def capped_end(start: int, end: int, max_events: int) -> int:
+    """A slot reads at most ``max_events`` per micro-batch, so one batch stays short."""
+    return min(end, start + max_events)
+
+
+def max_events_per_slot(cost_mode: str, et_s: float, batch_s: float, hard_cap: int) -> int:
+    """With a per-event cost, as many events as one replica gets through in ``batch_s``."""
+    if cost_mode in ("wait", "cpu") and et_s > 0:
+        return max(1, min(hard_cap, int(batch_s / et_s)))
+    return hard_cap

@@ -1,0 +1,97 @@
+"""Capacity of one saturated operator per active replica count, on the real dataplane.
+
+Shared by the integration test (4 replicas ≥ 3× one) and ``benchmarks/bench_capacity.py``
+(≥ 0.8 × r × 1/et for r = 1, 2, 4, 8). The operator is an entry and a sink with ``wait``
+cost; its queue is filled before it is activated, so it is saturated for the whole
+measurement, and the figure is events processed / time from activation to the last id at
+the sink.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from shared.envelope import Envelope
+from shared.knowledge_base import Keys
+from shared.topics import Topics
+from shared.tracked_producer import TrackedProducer
+from tests.support.processes import ServiceProcess
+
+OPERATOR = "work"
+
+
+def topology_file(folder: Path, et_ms: float, pool: int) -> Path:
+    path = folder / "capacity.yaml"
+    path.write_text(
+        "name: capacity\n"
+        "operators:\n"
+        f"  - {{name: {OPERATOR}, et_ms: {et_ms}, min_replicas: 1, max_replicas: {pool}}}\n"
+        "edges:\n"
+        f"  - {{from: source, to: {OPERATOR}, fraction: 1.0}}\n"
+    )
+    return path
+
+
+@dataclass
+class CapacityRig:
+    bootstrap: str
+    redis: redis.Redis
+    keys: Keys
+    proc: ServiceProcess
+    et_ms: float
+
+    def measure(self, replicas: int, seconds: float, deadline_s: float = 300) -> float:
+        """Events/s of ``replicas`` active replicas fed ``seconds`` of their capacity."""
+        n = max(1, int(replicas * seconds * 1000 / self.et_ms))
+        tag = uuid.uuid4().hex[:6]
+        producer = TrackedProducer(self.bootstrap, self.redis, self.keys)
+        before = self.redis.scard(f"{self.keys.prefix}:sink:ids")
+        self.redis.set(self.keys.active(OPERATOR), replicas)
+        # the ingress spreads over the active replicas; so does this feeder
+        t0 = time.monotonic()
+        for k in range(n):
+            body = Envelope(f"{tag}-{k}", time.time(), "source", {"k": k}).encode()
+            producer.produce(Topics.operator(OPERATOR), body, partition=k % replicas)
+        producer.flush()
+        deadline = t0 + deadline_s
+        while self.redis.scard(f"{self.keys.prefix}:sink:ids") < before + n:
+            assert self.proc.alive(), self.proc.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"{replicas} replicas: not done in {deadline_s}s"
+            time.sleep(0.05)
+        return n / (time.monotonic() - t0)
+
+
+@contextmanager
+def capacity_rig(
+    bootstrap: str, redis_url: str, folder: Path, et_ms: float = 5.0, pool: int = 8
+) -> Iterator[CapacityRig]:
+    prefix = "cap" + uuid.uuid4().hex[:6]
+    env = {
+        "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "SPS_REDIS_URL": redis_url,
+        "SPS_KEY_PREFIX": prefix,
+        "SPS_TOPOLOGY": str(topology_file(folder, et_ms, pool)),
+        "SPS_TRACK_SINK_IDS": "true",
+        "SPS_COST_MODE": "wait",
+        "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
+    }
+    r = redis.Redis.from_url(redis_url)
+    proc = ServiceProcess("dataplane", env).start()
+    try:
+        deadline = time.monotonic() + 180
+        while not r.exists(f"{prefix}:dp:runs"):
+            assert proc.alive(), proc.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "dataplane did not start"
+            time.sleep(0.3)
+        rig = CapacityRig(bootstrap, r, Keys(prefix), proc, et_ms)
+        rig.measure(1, 0.5)  # warm the Python workers
+        yield rig
+    finally:
+        proc.stop(timeout=60)
