@@ -23,6 +23,21 @@ from shared.run_metrics import RunMetrics, summarise
 from shared.topology import SOURCE, Topology
 
 
+@dataclass(frozen=True)
+class EngineModel:
+    """What the engine being forecast adds to the fluid model (defaults: none).
+
+    ``hop_s``: the time an event spends per operator beyond its own et and queue in a
+    micro-batch engine: waiting for the operator's next batch and for the batch to end.
+    ``efficiency``: the share of a replica's 1/et the engine delivers (the rest goes to
+    per-batch planning and commits). Both are calibrated from the live system: ``hop_s``
+    from the end-to-end latency at low load divided by the hops, ``efficiency`` from
+    ``benchmarks/bench_capacity.py`` (README, "Simulator beside the live system")."""
+
+    hop_s: float = 0.0
+    efficiency: float = 1.0
+
+
 @dataclass
 class Series:
     """The time series behind the metrics, one entry per interval."""
@@ -59,12 +74,14 @@ def simulate(
     budget: int | None = None,
     initial: Mapping[str, int] | None = None,
     budget_at: Callable[[int], int | None] | None = None,
+    engine: EngineModel | None = None,
 ) -> SimulationResult:
     """Run ``arrivals`` (events per interval) through ``topo``.
 
     ``budget_at(t)`` (optional) overrides ``budget`` per interval, to replay on-demand
     budget changes (Stela).
     """
+    engine = engine or EngineModel()
     order = topo.order
     ops = [topo[n] for n in order]
     preds = [[(e.src, e.fraction) for e in topo.predecessors[n]] for n in order]
@@ -92,7 +109,7 @@ def simulate(
             q0 = queue[name]
             avail = q0 + recv
             r = active[name]
-            rate = r / op.et_s  # events/s
+            rate = engine.efficiency * r / op.et_s  # events/s
             proc = min(avail, rate * td)
             q1 = avail - proc
             queue[name] = q1
@@ -101,7 +118,7 @@ def simulate(
             wait = ((q0 + q1) / 2) / rate if rate > 0 else 0.0
             up = sum(rfrom.values())
             upstream = sum(rfrom[p] * delay[p] for p in rfrom) / up if up > 0 else 0.0
-            delay[name] = upstream + wait + op.et_s
+            delay[name] = upstream + wait + op.et_s + engine.hop_s
             sojourn[name] = delay[name]
             needed += model.round_replicas(
                 model.replicas_needed(avail, op.et_s, td), op.min_replicas, op.max_replicas

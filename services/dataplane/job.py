@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -12,8 +13,11 @@ from typing import Any
 from shared import topology as topology_mod
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
+from shared.logs import configure_logging
 from shared.settings import DataplaneSettings
 from shared.topics import Topics
+
+log = logging.getLogger("sps.dataplane")
 
 
 def cost_mode(settings: DataplaneSettings) -> str:
@@ -102,12 +106,13 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
 
 
 def run(settings: DataplaneSettings) -> None:
+    configure_logging("dataplane")
     topo = topology_mod.load(settings.topology)
     create_topics(settings, topo)
     spark = spark_session(settings, spark_master(settings, topo))
     spark.sparkContext.setLogLevel("WARN")
     queries = start_queries(spark, settings)
-    print(f"dataplane: {len(queries)} queries running for {topo.name}", flush=True)
+    log.info("%d queries running for %s", len(queries), topo.name)
     try:
         while all(q.isActive for q in queries):
             time.sleep(0.5)

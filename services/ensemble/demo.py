@@ -22,9 +22,11 @@ from shared.settings import ServiceSettings
 
 
 def default_peak(topo: topology_mod.Topology) -> float:
-    """The rate whose Eq. 2 needs about 80 % of the whole pool."""
-    per_event = sum(topo.static_theta[op.name] * op.et_s for op in topo.operators)
-    return 0.8 * topo.pool_total / per_event
+    """80 % of what the whole pool holds: the input rate at which the bottleneck
+    operator's full pool (max_replicas / (θ_i × et_i) events/s of input) is 80 % busy."""
+    return 0.8 * min(
+        op.max_replicas / (topo.static_theta[op.name] * op.et_s) for op in topo.operators
+    )
 
 
 def run(
@@ -39,11 +41,13 @@ def run(
     live: bool = True,
     drain_s: float = 60.0,
     extra_env: dict[str, str] | None = None,
+    compare_static: bool = True,
 ) -> dict[str, Any]:
     topo = topology_mod.load(topology)
     trace = traces.load(trace_name)
     speedup = trace.duration_s / duration
-    ticks = played(trace, speedup, peak_rate if peak_rate is not None else default_peak(topo))
+    peak = peak_rate if peak_rate is not None else default_peak(topo)
+    ticks = played(trace, speedup, peak)
     run_dir = run_dir or Path(f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     topics = ServiceSettings().topics
     console = Console()
@@ -54,10 +58,21 @@ def run(
         r = redis.Redis.from_url(ens.redis_url)
         prefix = ens.env["SPS_KEY_PREFIX"]
         result: dict[str, int] = {}
+        sent_by_interval: dict[int, int] = {}
         stop = threading.Event()
         t = threading.Thread(
             target=lambda: result.__setitem__(
-                "sent", replay(ens.bootstrap, topics.ingress, topo, ticks, prefix, stop)
+                "sent",
+                replay(
+                    ens.bootstrap,
+                    topics.ingress,
+                    topo,
+                    ticks,
+                    prefix,
+                    stop,
+                    sent_by_interval=sent_by_interval,
+                    td=float(ens.env["SPS_TD"]),
+                ),
             ),
             daemon=True,
         )
@@ -93,7 +108,17 @@ def run(
         analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)
         actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
     rep = report_mod.build(topo, result.get("sent", 0), counts, metrics, stats, analysis, actions)
+    rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
+    rep["peak_rate"] = peak
     rep["run_dir"] = str(run_dir)
+    if compare_static:  # what the simulator says the baselines would have done
+        from services.ensemble.live_compare import DEFAULT_ENGINE, Scenario, simulated
+
+        sc = Scenario(topology, trace_name, duration, peak)
+        spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
+        rep["simulated"] = {
+            s: simulated(sc, s, DEFAULT_ENGINE)[0] for s in (spec, "static:1", "static:8")
+        }
     rep["tau_ms"] = tau_ms
     timeline = [
         {k: s.get(k) for k in ("interval", "input_events", "shed_events", "queuing_ms_mean")}
@@ -101,7 +126,13 @@ def run(
     ]
     files = report_mod.plots(topo, stats, run_dir, tau_ms)
     report_mod.save(rep, run_dir)
-    return {"report": rep, "plots": [str(f) for f in files], "timeline": timeline}
+    return {
+        "report": rep,
+        "plots": [str(f) for f in files],
+        "timeline": timeline,
+        "stats": stats,
+        "window": report_mod.replay_window(stats),
+    }
 
 
 def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) -> None:

@@ -49,7 +49,12 @@ def replay(
     run_id: str,
     stop: threading.Event | None = None,
     seed: int = 0,
+    sent_by_interval: dict[int, int] | None = None,
+    td: float = 1.0,
 ) -> int:
+    """Play ``ticks`` (events per 100 ms) into ``topic``; each record's Kafka timestamp is
+    its tick's send time, which the ingress counts λ_G(t) by. ``sent_by_interval``, if
+    given, receives the events sent per interval of ``td`` seconds (the ground truth)."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
     events = sample_events(topo, seed)
     sent = 0
@@ -62,11 +67,17 @@ def replay(
         whole = int(owed)
         owed -= whole
         now = time.time()
+        stamp = int(now * 1000)
+        if sent_by_interval is not None and whole:
+            k_iv = int(stamp / 1000 // td)
+            sent_by_interval[k_iv] = sent_by_interval.get(k_iv, 0) + whole
         for _ in range(whole):
             doc = {"id": f"{run_id}-{sent}", "ts": now, "payload": next(events)}
             while True:
                 try:
-                    producer.produce(topic, json.dumps(doc, separators=(",", ":")).encode())
+                    producer.produce(
+                        topic, json.dumps(doc, separators=(",", ":")).encode(), timestamp=stamp
+                    )
                     break
                 except BufferError:
                     producer.poll(0.05)

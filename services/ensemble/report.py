@@ -104,6 +104,14 @@ def build(
     return report
 
 
+def input_error(stats: list[dict], sent_by_interval: dict[int, int]) -> float | None:
+    """Mean per-interval relative error of the monitor's λ_G(t) against the events the
+    replay sent in that interval (the ground truth)."""
+    seen = {s["interval"]: s["input_events"] for s in stats}
+    errors = [abs(seen.get(k, 0.0) - n) / n for k, n in sent_by_interval.items() if n > 0]
+    return float(np.mean(errors)) if errors else None
+
+
 _PLOTS = ("input_vs_throughput", "replicas", "shed_ratio", "latency")
 
 

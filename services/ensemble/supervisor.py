@@ -147,6 +147,8 @@ def up(
             "SPS_PREDICTOR": predictor,
             "SPS_KEY_FIELD": KEY_FIELDS.get(topo.name, "key"),
             "SPS_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
+            # wait-bound operators: capacity follows replicas on any laptop (README)
+            "SPS_COST_MODE": os.environ.get("SPS_COST_MODE", "wait"),
             **(extra_env or {}),
         }
         if tau_ms is not None:

@@ -7,6 +7,7 @@ this service must sustain.
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import Any
 import redis
 from confluent_kafka import Consumer, Producer
 
+from services.ingress.arrivals import ArrivalCounts, arrival_s
 from services.ingress.core import Gate
 from shared import topology
 from shared.contracts.action import DeadLetter
@@ -23,9 +25,12 @@ from shared.embedded import free_port
 from shared.grouping import LoadAwareRouter
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
+from shared.logs import configure_logging
 from shared.settings import IngressSettings, settings_or_exit
 from shared.topics import Topics
 from shared.tracked_producer import TrackedProducer
+
+log = logging.getLogger("sps.ingress")
 
 
 def serve_ops(port: int, state: dict[str, Any]) -> None:
@@ -58,158 +63,205 @@ def serve_ops(port: int, state: dict[str, Any]) -> None:
     ThreadingHTTPServer((state["host"], port), H).serve_forever()
 
 
-def main(settings: IngressSettings) -> None:
-    from prometheus_client import CollectorRegistry, Counter, Gauge
+class IngressMetrics:
+    """The ingress's Prometheus figures on an injected registry, and the running totals
+    the /health page and the run's Redis hash show."""
 
-    topo = topology.load(settings.topology)
-    keys = Keys(settings.key_prefix)
-    r = redis.Redis.from_url(settings.redis_url)
-    ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
-    for op in topo.operators:
-        ensure_topics(
-            settings.kafka_bootstrap_servers, [Topics.operator(op.name)], partitions=op.max_replicas
+    NAMES = ("received", "admitted", "shed", "dead_lettered", "unkeyed")
+
+    def __init__(self, registry: Any) -> None:
+        from prometheus_client import Counter, Gauge
+
+        self.counters = {
+            n: Counter(f"sps_ingress_{n}", f"events {n}", registry=registry) for n in self.NAMES
+        }
+        self.counts = dict.fromkeys(self.NAMES, 0)
+        self.las = {
+            "floor": Gauge(
+                "sps_ingress_las_floor_seconds", "learned batch wait", registry=registry
+            ),
+            "multiplier": Gauge(
+                "sps_ingress_las_cost_multiplier", "learned ŵ scale", registry=registry
+            ),
+            "wait": Gauge("sps_ingress_las_estimated_wait_seconds", "q̂ now", registry=registry),
+            "infeasible": Gauge(
+                "sps_ingress_las_tau_infeasible", "1: τ below the engine's floor", registry=registry
+            ),
+        }
+
+    def add(self, name: str, n: int) -> None:
+        self.counters[name].inc(n)
+        self.counts[name] += n
+
+
+class Ingress:
+    """One poll of the loop is: consume → decide (LAS gate) → produce to the entry
+    operators → flush → commit the input offsets (only after everything is delivered) →
+    count. λ_G is counted by each record's arrival time (``arrivals.py``)."""
+
+    def __init__(self, settings: IngressSettings, registry: Any) -> None:
+        self.s = settings
+        self.topo = topology.load(settings.topology)
+        self.keys = Keys(settings.key_prefix)
+        self.r = redis.Redis.from_url(settings.redis_url)
+        self.gate = Gate(
+            self.topo,
+            self.r,
+            self.keys,
+            settings.tau_ms,
+            settings.key_field,
+            settings.las_horizon_s,
         )
-    gate = Gate(topo, r, keys, settings.tau_ms, settings.key_field, settings.las_horizon_s)
-    registry = CollectorRegistry()
-    counters = {
-        n: Counter(f"sps_ingress_{n}", f"events {n}", registry=registry)
-        for n in ("received", "admitted", "shed", "dead_lettered", "unkeyed")
-    }
-    counts = dict.fromkeys(counters, 0)
-    reg = registry
-    las_gauges = {
-        "floor": Gauge("sps_ingress_las_floor_seconds", "learned batch wait", registry=reg),
-        "multiplier": Gauge("sps_ingress_las_cost_multiplier", "learned ŵ scale", registry=reg),
-        "wait": Gauge("sps_ingress_las_estimated_wait_seconds", "q̂ now", registry=reg),
-        "infeasible": Gauge(
-            "sps_ingress_las_tau_infeasible", "1: τ below the engine's floor", registry=reg
-        ),
-    }
-    port = settings.web_port or free_port()
-    threading.Thread(
-        target=serve_ops,
-        args=(port, {"registry": registry, "counts": counts, "host": settings.web_host}),
-        daemon=True,
-    ).start()
-    print(f"ingress: metrics at http://127.0.0.1:{port}/metrics", flush=True)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": settings.kafka_bootstrap_servers,
-            "group.id": "sps-ingress",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": int(settings.kafka_session_timeout_s * 1000),
-        }
-    )
-    consumer.subscribe([settings.topics.ingress])
-    out = TrackedProducer(settings.kafka_bootstrap_servers, r, keys)
-    side = Producer(
-        {
-            "bootstrap.servers": settings.kafka_bootstrap_servers,
-            "batch.num.messages": 1,
-            "linger.ms": 0,
-        }
-    )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    entries = [e for e in topo.successors["source"]]
-    routers: dict[str, LoadAwareRouter] = {}
-    interval = {"k": int(time.time() // settings.td), "received": 0, "shed": 0, "unkeyed": 0}
+        self.metrics = IngressMetrics(registry)
+        self.arrivals = ArrivalCounts(settings.td)
+        self.entries = list(self.topo.successors["source"])
+        self.routers: dict[str, LoadAwareRouter] = {}
+        self.out = TrackedProducer(settings.kafka_bootstrap_servers, self.r, self.keys)
+        self.side = Producer(
+            {"bootstrap.servers": settings.kafka_bootstrap_servers, "linger.ms": 5}
+        )
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": settings.kafka_bootstrap_servers,
+                "group.id": "sps-ingress",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": int(settings.kafka_session_timeout_s * 1000),
+            }
+        )
+        self.consumer.subscribe([settings.topics.ingress])
+        self._last_refresh = 0.0
+        self._warned_infeasible = False
 
-    def refresh_routers() -> None:
-        for e in entries:
-            n = int(r.get(keys.active(e.dst)) or 1)
-            n = max(1, min(topo[e.dst].max_replicas, n))
-            util = r.hgetall(keys.utilisation(e.dst))
-            us = [float(util.get(str(j).encode(), 0.0)) for j in range(n)]
-            routers[e.dst] = LoadAwareRouter(topo[e.dst].et_s, settings.td, us)
-
-    warned = {"infeasible": False}
-
-    def publish_interval(now: float) -> None:
-        k = int(now // settings.td)
-        if k == interval["k"]:
+    def refresh_routers(self) -> None:
+        if time.monotonic() - self._last_refresh < 0.5:
             return
-        if gate.las is not None:
-            las = gate.las_state(now)
-            if las["infeasible"] and not warned["infeasible"]:
-                print(
-                    f"ingress: warning: SPS_TAU_MS={settings.tau_ms:g} is below what this "
-                    f"engine allows (every event waits ~{1000 * las['floor']:.0f} ms for its "
-                    "micro-batch): shedding only the backlog beyond that wait",
-                    flush=True,
-                )
-            warned["infeasible"] = bool(las["infeasible"])
-            for name, g in las_gauges.items():
-                g.set(las[name])
-            print(
-                f"ingress: interval {interval['k']} received {interval['received']} "
-                f"shed {interval['shed']} LAS " + " ".join(f"{n}={v:.3f}" for n, v in las.items()),
-                flush=True,
-            )
-        rec = OperatorCounters(
-            interval=interval["k"],
-            operator="source",
-            processed=interval["received"],
-            shed=interval["shed"],
-            unkeyed=interval["unkeyed"],
-        )
-        side.produce(settings.topics.metrics, rec.model_dump_json().encode())
-        side.poll(0)
-        interval.update(k=k, received=0, shed=0, unkeyed=0)
+        self._last_refresh = time.monotonic()
+        for e in self.entries:
+            n = int(self.r.get(self.keys.active(e.dst)) or 1)
+            n = max(1, min(self.topo[e.dst].max_replicas, n))
+            util = self.r.hgetall(self.keys.utilisation(e.dst))
+            us = [float(util.get(str(j).encode(), 0.0)) for j in range(n)]
+            self.routers[e.dst] = LoadAwareRouter(self.topo[e.dst].et_s, self.s.td, us)
 
-    refresh_routers()
-    last_refresh = time.monotonic()
-    while not stop.is_set():
-        msgs = consumer.consume(num_messages=settings.batch, timeout=0.2)
+    def publish_intervals(self, now: float) -> None:
+        for k, counts in self.arrivals.due(now):
+            rec = OperatorCounters(
+                interval=k,
+                operator="source",
+                processed=counts.get("received", 0),
+                shed=counts.get("shed", 0),
+                unkeyed=counts.get("unkeyed", 0),
+            )
+            self.side.produce(self.s.topics.metrics, rec.model_dump_json().encode())
+            self.log_las(k, counts, now)
+        self.side.poll(0)
+
+    def log_las(self, k: int, counts: dict[str, int], now: float) -> None:
+        if self.gate.las is None:
+            return
+        las = self.gate.las_state(now)
+        if las["infeasible"] and not self._warned_infeasible:
+            log.warning(
+                "SPS_TAU_MS=%g is below what this engine allows (every event waits ~%.0f ms "
+                "for its micro-batch): shedding only the backlog beyond that wait",
+                self.s.tau_ms,
+                1000 * las["floor"],
+            )
+        self._warned_infeasible = bool(las["infeasible"])
+        for name, g in self.metrics.las.items():
+            g.set(las[name])
+        log.info(
+            "interval %d received %d shed %d LAS %s",
+            k,
+            counts.get("received", 0),
+            counts.get("shed", 0),
+            " ".join(f"{n}={v:.3f}" for n, v in las.items()),
+        )
+
+    def poll(self) -> None:
+        msgs = self.consumer.consume(num_messages=self.s.batch, timeout=0.2)
         now = time.time()
-        publish_interval(now)
-        if time.monotonic() - last_refresh > 0.5:
-            refresh_routers()
-            last_refresh = time.monotonic()
-        gate.refresh()
+        self.publish_intervals(now)
+        self.refresh_routers()
+        self.gate.refresh()
+        for m in msgs:
+            if m.error() is not None:  # never dropped unlogged
+                log.warning("consumer error: %s", m.error())
         msgs = [m for m in msgs if m.error() is None]
         if not msgs:
-            continue
-        d = gate.decide([m.value() for m in msgs], now)
-        for ev, key in d.admitted:
-            for e in entries:
-                out.produce(
-                    Topics.operator(e.dst), ev.encode(), partition=routers[e.dst].choose(), key=key
-                )
-        for raw, reason in d.dead:
-            rec = DeadLetter(
-                service="ingress",
-                topic=settings.topics.ingress,
-                reason=reason,
-                payload=raw[:2000].decode("utf-8", "replace"),
-                at=now,
-            )
-            side.produce(settings.topics.deadletter, rec.model_dump_json().encode())
-        if settings.write_shed:
-            for raw in d.shed:
-                side.produce(settings.topics.shed, raw)
-        out.flush()
-        side.flush(10)
-        consumer.commit(asynchronous=False)  # only after everything is delivered
-        n = len(msgs)
-        interval["received"] += n
-        interval["shed"] += len(d.shed)
-        interval["unkeyed"] += d.unkeyed
+            return
+        d = self.gate.decide([m.value() for m in msgs], now)
+        self.produce(d, now)
+        self.out.flush()
+        self.side.flush(10)
+        self.consumer.commit(asynchronous=False)  # only after everything is delivered
+        for m in msgs:
+            self.arrivals.add(arrival_s(m, now), "received")
+        self.arrivals.add(now, "shed", len(d.shed))
+        self.arrivals.add(now, "unkeyed", d.unkeyed)
         for name, v in (
-            ("received", n),
+            ("received", len(msgs)),
             ("admitted", len(d.admitted)),
             ("shed", len(d.shed)),
             ("dead_lettered", len(d.dead)),
             ("unkeyed", d.unkeyed),
         ):
-            counters[name].inc(v)
-            counts[name] += v
-        r.hset(f"{keys.prefix}:ingress:counts", mapping=dict(counts))  # type: ignore[arg-type]
-    publish_interval(time.time() + settings.td)
-    side.flush(10)
-    consumer.close()
+            self.metrics.add(name, v)
+        self.r.hset(f"{self.keys.prefix}:ingress:counts", mapping=dict(self.metrics.counts))  # type: ignore[arg-type]
+
+    def produce(self, d: Any, now: float) -> None:
+        for ev, key in d.admitted:
+            for e in self.entries:
+                self.out.produce(
+                    Topics.operator(e.dst),
+                    ev.encode(),
+                    partition=self.routers[e.dst].choose(),
+                    key=key,
+                )
+        for raw, reason in d.dead:
+            rec = DeadLetter(
+                service="ingress",
+                topic=self.s.topics.ingress,
+                reason=reason,
+                payload=raw[:2000].decode("utf-8", "replace"),
+                at=now,
+            )
+            self.side.produce(self.s.topics.deadletter, rec.model_dump_json().encode())
+        if self.s.write_shed:
+            for raw in d.shed:
+                self.side.produce(self.s.topics.shed, raw)
+
+    def close(self) -> None:
+        self.publish_intervals(time.time() + self.s.td + 1)
+        self.side.flush(10)
+        self.consumer.close()
+
+
+def main(settings: IngressSettings) -> None:
+    from prometheus_client import CollectorRegistry
+
+    configure_logging("ingress")
+    topo = topology.load(settings.topology)
+    ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
+    for op in topo.operators:
+        ensure_topics(
+            settings.kafka_bootstrap_servers, [Topics.operator(op.name)], partitions=op.max_replicas
+        )
+    registry = CollectorRegistry()
+    ingress = Ingress(settings, registry)
+    port = settings.web_port or free_port()
+    state = {"registry": registry, "counts": ingress.metrics.counts, "host": settings.web_host}
+    threading.Thread(target=serve_ops, args=(port, state), daemon=True).start()
+    log.info("metrics at http://127.0.0.1:%d/metrics", port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: stop.set())
+    ingress.refresh_routers()
+    while not stop.is_set():
+        ingress.poll()
+    ingress.close()
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shared import pa_sps_model as model
+from shared.execution_time import ExecutionTimes
 from shared.interval_stats import IntervalStats
 from shared.policies.base import Analysis, OperatorDecision
 from shared.predictors import Predictor, make_predictor
@@ -15,16 +16,22 @@ from shared.topology import Topology
 class PASPS:
     """Predict λ̂_G(t+1), spread it over the DAG with θ_i(t) (Eqs. 4-6), add the queued
     events of the operator and, propagated, of its predecessors (Eq. 7), and size each
-    operator with Eq. 2 rounded up into [min, pool].
+    operator with Eq. 2 rounded up into [min, pool]. Eq. 2's et_i is max(benchmark,
+    observed) as in the authors' code (``shared.execution_time``).
     """
 
     topology: Topology
     predictor: Predictor
     propagate_queues: bool = True
     name: str = "pa-sps"
+    costs: ExecutionTimes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.costs = ExecutionTimes(self.topology)
 
     def analyze(self, stats: IntervalStats) -> Analysis:
         self.predictor.observe(stats.input_events)
+        self.costs.observe(stats)
         predicted_input = self.predictor.predict()
         theta = model.operator_thetas(self.topology, model.edge_thetas(self.topology, stats))
         received = model.predicted_received(predicted_input, theta)
@@ -32,7 +39,7 @@ class PASPS:
         decisions = {}
         for op in self.topology.operators:
             load = received[op.name] + queued[op.name]  # Eq. 3
-            raw = model.replicas_needed(load, op.et_s, stats.td)
+            raw = model.replicas_needed(load, self.costs.et_s(op.name), stats.td)
             decisions[op.name] = OperatorDecision(
                 replicas=model.round_replicas(raw, op.min_replicas, op.max_replicas),
                 predicted_load=load,

@@ -68,7 +68,7 @@ def test_shedding_under_overload_accounts_for_every_event(tmp_path):
 
 def test_up_stops_every_process_on_ctrl_c(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "shared.cli", "up", "--out", str(tmp_path)],
+        [sys.executable, "-m", "services.cli", "up", "--out", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

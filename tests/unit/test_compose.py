@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.cli.ensemble import SERVICES
+from services.cli.ensemble import SERVICES
 
 pytestmark = pytest.mark.unit
 COMPOSE = Path(__file__).parents[2] / "compose"

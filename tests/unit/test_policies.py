@@ -231,3 +231,32 @@ def test_every_policy_runs_in_the_simulator():
         spec = {"static": "static:2"}.get(name, name)
         m = simulate(topo, arrivals, make_policy(spec, topo), 1.0).metrics
         assert m.processed_ratio > 0.5, name
+
+
+def _one_op_stats(received, processed, busy_s):
+    return IntervalStats(
+        0,
+        1.0,
+        received,
+        {"a": OperatorStats(received, processed, 0.0, {"source": received}, busy_s=busy_s)},
+    )
+
+
+def test_pa_sps_sizes_with_the_measured_cost_when_the_benchmark_is_optimistic():
+    """Declared et 2 ms; the dataplane measured 0.9 s busy for 300 events = 3 ms. The
+    Basic predictor repeats λ_G = 1,000 events/s: Eq. 2 gives 1000 × 0.003 / 1 = 3
+    replicas, not the declared cost's 2."""
+    topo = topology.linear("a", [Operator("a", 2.0, 1, 8)])
+    pol = make_policy("pa-sps", topo, predictor="basic")
+    a = pol.analyze(_one_op_stats(1000, 300, 0.9))
+    assert a.operators["a"].raw_replicas == pytest.approx(3.0)
+    assert a.operators["a"].replicas == 3
+
+
+def test_pa_sps_keeps_the_benchmark_when_the_measurement_is_cheaper():
+    """Measured 0.1 s for 200 events = 0.5 ms < 2 ms declared: max() keeps 2 ms, so
+    1,000 events/s need 1000 × 0.002 = 2 replicas; an interval of 5 events is ignored."""
+    topo = topology.linear("a", [Operator("a", 2.0, 1, 8)])
+    pol = make_policy("pa-sps", topo, predictor="basic")
+    assert pol.analyze(_one_op_stats(1000, 200, 0.1)).operators["a"].replicas == 2
+    assert pol.analyze(_one_op_stats(1000, 5, 5.0)).operators["a"].replicas == 2

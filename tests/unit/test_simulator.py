@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
+from services.cli import main
 from shared import topology, traces
-from shared.cli import main
 from shared.policies import make_policy
 from shared.simulator import simulate
 from shared.topology import Operator

@@ -1,5 +1,5 @@
 import sys
 
-from shared.cli import main
+from services.cli import main
 
 sys.exit(main())

@@ -106,6 +106,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from shared.policies import default_comparison
 
+    if args.live:
+        return cmd_compare_live(args)
     specs = args.policies.split(",") if args.policies else default_comparison()
     results = _run(args, [s.strip() for s in specs if s.strip()])
     if not args.policies:
@@ -113,6 +115,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         results = rank(results)
     _emit(args, results, as_list=True)
+    return 0
+
+
+LIVE_DEFAULT = "static:1,static:8,pa-sps:basic,pa-sps:lr,ds2"
+
+
+def cmd_compare_live(args: argparse.Namespace) -> int:
+    """Each policy on the live ensemble (one ``up`` per policy), the simulator's forecast
+    of the same run beside it."""
+    import time
+    from pathlib import Path
+
+    from services.ensemble import live_compare
+    from shared import topology
+
+    topo = topology.load(args.topology)
+    if args.peak_rate is None:
+        from services.ensemble.demo import default_peak
+
+        args.peak_rate = default_peak(topo)
+    sc = live_compare.Scenario(args.topology, args.trace, args.duration, args.peak_rate, args.td)
+    out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    specs = [x.strip() for x in (args.policies or LIVE_DEFAULT).split(",") if x.strip()]
+    rows = live_compare.run(sc, specs, out)
+    (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
+    png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")
+    if args.json:
+        print(json.dumps([{k: r[k] for k in ("policy", "live", "simulated", "gap")} for r in rows]))
+    else:
+        live_compare.print_table(rows)
+        print(f"plot: {png}")
     return 0
 
 
@@ -185,6 +219,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("compare", help="run several policies on the same trace")
     _add_run_args(p)
     p.add_argument("--policies", help="comma-separated, e.g. pa-sps:lr,static:8 (default: all)")
+    p.add_argument("--live", action="store_true", help="run each policy on the live ensemble")
+    p.add_argument("--duration", type=float, default=90.0, help="--live: seconds of replay")
+    p.add_argument("--out", help="--live: run folder (default runs/compare-live-<time>)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gen-trace", help="write a seeded spike workload CSV")

@@ -39,7 +39,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    from shared.cli import main
+    from services.cli import main
 
     argv = ["compare", "--topology", args.topology, "--trace", args.trace]
     code = main([*argv, "--plot", str(run_dir / "compare.png"), *(["--json"] if args.json else [])])

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from shared.cli import ensemble, simulation
+from services.cli import ensemble, simulation
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,213 @@
+"""``elastic-sps compare --live``: every policy run on the live ensemble, one after the
+other on the same trace, topology and peak, with the simulator's forecast of the very same
+run beside it and the gap between the two.
+
+The figures on both sides are PA-SPS §4.1.3's, computed the same way from per-interval
+series: saved resources 1 − mean active / pool, throughput degradation the mean of
+|received − processed| / received over busy intervals, processed ratio, mean and p99
+end-to-end latency, and rescales (operator-intervals whose replica count changed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shared import topology as topology_mod
+from shared import traces
+from shared.policies import make_policy
+from shared.simulator import EngineModel, SimulationResult, simulate
+
+FIGURES = (
+    "saved_resources",
+    "throughput_degradation",
+    "processed_ratio",
+    "latency_ms",
+    "latency_ms_p99",
+    "rescales",
+)
+# Calibrated on this machine kind from the live system (README, "Simulator beside the
+# live system"): per-hop micro-batch time and the share of 1/et a replica delivers.
+DEFAULT_ENGINE = EngineModel(hop_s=0.6, efficiency=0.85)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    topology: str
+    trace: str
+    duration: float
+    peak_rate: float
+    td: float = 1.0
+
+
+def arrivals_per_interval(sc: Scenario) -> np.ndarray:
+    """The replay's events per interval: the 100 ms ticks the demo plays, summed."""
+    from services.ensemble.replay import played
+
+    trace = traces.load(sc.trace)
+    ticks = played(trace, trace.duration_s / sc.duration, sc.peak_rate)
+    per = max(1, round(sc.td / 0.1))
+    pad = (-len(ticks)) % per
+    return np.concatenate([ticks, np.zeros(pad)]).reshape(-1, per).sum(axis=1)
+
+
+def simulated(sc: Scenario, spec: str, engine: EngineModel) -> tuple[dict[str, Any], list[int]]:
+    topo = topology_mod.load(sc.topology)
+    res: SimulationResult = simulate(
+        topo, arrivals_per_interval(sc), make_policy(spec, topo), sc.td, engine=engine
+    )
+    m = res.metrics
+    lat = np.asarray(res.series.latency_ms)
+    sink = np.asarray(res.series.sink_processed)
+    figures = {
+        "saved_resources": m.saved_resources,
+        "throughput_degradation": m.throughput_degradation,
+        "processed_ratio": m.processed_ratio,
+        "latency_ms": m.latency_ms,
+        # the fluid model has one latency per interval: the p99 over intervals, by events
+        "latency_ms_p99": _weighted_percentile(lat, sink, 99) if sink.sum() else None,
+        "rescales": m.reconfigurations,
+    }
+    return figures, [int(x) for x in res.series.total_replicas()]
+
+
+def _weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
+
+
+def live_figures(report: dict[str, Any], stats: list[dict]) -> tuple[dict[str, Any], list[int]]:
+    from services.ensemble.report import replay_window
+
+    window = replay_window(stats)
+    names = list(window[0]["operators"]) if window else []
+    per_op = np.array([[s["operators"][n]["active_replicas"] for s in window] for n in names])
+    rescales = int((np.diff(per_op, axis=1) != 0).sum()) if per_op.size else 0
+    figures = {
+        "saved_resources": report.get("saved_resources"),
+        "throughput_degradation": report.get("throughput_degradation"),
+        "processed_ratio": report.get("processed_ratio"),
+        "latency_ms": report.get("latency_ms_mean"),
+        "latency_ms_p99": report.get("latency_ms_p99"),
+        "rescales": rescales,
+    }
+    return figures, [int(x) for x in per_op.sum(axis=0)] if per_op.size else []
+
+
+def gap(live: dict[str, Any], sim: dict[str, Any], live_r: list[int], sim_r: list[int]) -> dict:
+    out: dict[str, Any] = {}
+    for k in ("saved_resources", "throughput_degradation", "processed_ratio", "rescales"):
+        a, b = live.get(k), sim.get(k)
+        out[k] = None if a is None or b is None else a - b
+    a, b = live.get("latency_ms"), sim.get("latency_ms")
+    out["latency_ratio"] = a / b if a and b else None
+    n = min(len(live_r), len(sim_r))
+    ok = n > 2 and np.std(live_r[:n]) > 0 and np.std(sim_r[:n]) > 0
+    out["replicas_correlation"] = float(np.corrcoef(live_r[:n], sim_r[:n])[0, 1]) if ok else None
+    return out
+
+
+def run(
+    sc: Scenario,
+    policies: list[str],
+    out_dir: Path,
+    engine: EngineModel = DEFAULT_ENGINE,
+    extra_env: dict[str, str] | None = None,
+    drain_s: float = 120.0,
+) -> list[dict[str, Any]]:
+    from services.ensemble import demo
+
+    rows = []
+    for spec in policies:
+        run_dir = out_dir / spec.replace(":", "-")
+        out = demo.run(
+            topology=sc.topology,
+            trace_name=sc.trace,
+            duration=sc.duration,
+            policy=spec,
+            peak_rate=sc.peak_rate,
+            run_dir=run_dir,
+            live=False,
+            drain_s=drain_s,
+            extra_env={"SPS_COST_MODE": "wait", **(extra_env or {})},
+            compare_static=False,
+        )
+        live, live_r = live_figures(out["report"], out["stats"])
+        sim, sim_r = simulated(sc, spec, engine)
+        rows.append(
+            {
+                "policy": spec,
+                "live": live,
+                "simulated": sim,
+                "gap": gap(live, sim, live_r, sim_r),
+                "series": {"live_replicas": live_r, "simulated_replicas": sim_r},
+                "live_latency_series": [s.get("latency_ms_mean") for s in out["window"]],
+                "run_dir": str(run_dir),
+            }
+        )
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(rows), 1, figsize=(10, 2.6 * len(rows)), squeeze=False)
+    for ax, row in zip(axes[:, 0], rows, strict=True):
+        ax.step(
+            range(len(row["series"]["live_replicas"])),
+            row["series"]["live_replicas"],
+            where="post",
+            label="live replicas",
+        )
+        ax.step(
+            range(len(row["series"]["simulated_replicas"])),
+            row["series"]["simulated_replicas"],
+            where="post",
+            linestyle="--",
+            label="simulated replicas",
+        )
+        ax.set_title(row["policy"], fontsize=9)
+        ax.set_ylabel("replicas")
+        ax2 = ax.twinx()
+        ax2.plot(
+            [x if x is not None else np.nan for x in row["live_latency_series"]],
+            color="tab:red",
+            alpha=0.6,
+            label="live latency (ms)",
+        )
+        ax2.set_ylabel("latency ms")
+        ax.legend(fontsize=7, loc="upper left")
+    axes[-1, 0].set_xlabel("interval (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="compare --live: live | simulated (gap)")
+    t.add_column("policy")
+    for k in FIGURES:
+        t.add_column(k.replace("_", " "), justify="right")
+    t.add_column("replica corr.", justify="right")
+
+    def cell(v: Any) -> str:
+        return "-" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    for r in rows:
+        t.add_row(
+            r["policy"],
+            *[f"{cell(r['live'][k])} | {cell(r['simulated'][k])}" for k in FIGURES],
+            cell(r["gap"]["replicas_correlation"]),
+        )
+    Console().print(t)

@@ -1,0 +1,57 @@
+"""λ_G by arrival time, and the live-versus-simulated comparison's arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.ensemble.live_compare import Scenario, arrivals_per_interval, gap
+from services.ensemble.report import input_error
+from services.ingress.arrivals import ArrivalCounts
+
+pytestmark = pytest.mark.unit
+
+
+def test_arrivals_are_counted_in_the_interval_they_arrived_in_not_when_handled():
+    counts = ArrivalCounts(td=1.0, grace_s=0.25)
+    # a batch handled at 12.1 s holds 3 events that arrived in interval 11 and 2 in 12
+    for at in (11.2, 11.5, 11.99, 12.0, 12.05):
+        counts.add(at, "received")
+    assert counts.due(12.2) == []  # interval 11 ends at 12.0: grace until 12.25
+    assert counts.due(12.3) == [(11, {"received": 3})]
+    assert counts.due(13.3) == [(12, {"received": 2})]
+
+
+def test_input_error_is_the_mean_relative_error_per_interval():
+    stats = [{"interval": 5, "input_events": 95.0}, {"interval": 6, "input_events": 200.0}]
+    # interval 5: |95 - 100| / 100 = 0.05; interval 6: exact; mean 0.025
+    assert input_error(stats, {5: 100, 6: 200}) == pytest.approx(0.025)
+
+
+def test_the_simulator_sees_the_same_events_the_replay_sends():
+    sc = Scenario("twitter", "short-spikes", duration=60, peak_rate=1000.0)
+    arrivals = arrivals_per_interval(sc)
+    assert len(arrivals) == 60
+    assert arrivals.max() <= 1000.0 + 1e-6  # the peak, summed over ten 100 ms ticks
+
+
+def test_gap_reports_differences_latency_ratio_and_replica_correlation():
+    live = {
+        "saved_resources": 0.5,
+        "throughput_degradation": 0.1,
+        "processed_ratio": 1.0,
+        "latency_ms": 900.0,
+        "rescales": 12,
+    }
+    sim = {
+        "saved_resources": 0.6,
+        "throughput_degradation": 0.05,
+        "processed_ratio": 1.0,
+        "latency_ms": 300.0,
+        "rescales": 10,
+    }
+    g = gap(live, sim, [4, 6, 8, 6], [4, 5, 8, 7])
+    assert g["saved_resources"] == pytest.approx(-0.1)
+    assert g["rescales"] == 2
+    assert g["latency_ratio"] == pytest.approx(3.0)
+    assert g["replicas_correlation"] == pytest.approx(np.corrcoef([4, 6, 8, 6], [4, 5, 8, 7])[0, 1])
