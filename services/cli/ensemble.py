@@ -56,17 +56,18 @@ def cmd_up(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from services.ensemble.supervisor import up
+    from shared.logs import configure_logging
 
+    configure_logging("up")
     with up(args.topology, Path(args.out), args.policy, args.predictor, args.tau_ms) as ens:
         print(f"kafka {ens.bootstrap}  redis {ens.redis_url}")
         for name, url in ens.urls().items():
             print(f"{name:9s} {url}")
         print("running; Ctrl-C stops everything", flush=True)
         try:
-            while all(c.alive() for c in ens.children):
+            while ens.failed is None:
                 time.sleep(0.5)
-            dead = [c.name for c in ens.children if not c.alive()]
-            print(f"stopped: {dead} exited (logs in {args.out})", file=sys.stderr)
+            print(f"stopped: {ens.failed}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             print("stopping...", flush=True)

@@ -107,9 +107,11 @@ def run(
         stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
         analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)
         actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
+        restarts = dict(ens.restarts)
     rep = report_mod.build(topo, result.get("sent", 0), counts, metrics, stats, analysis, actions)
     rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
     rep["peak_rate"] = peak
+    rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
     if compare_static:  # what the simulator says the baselines would have done
         from services.ensemble.live_compare import DEFAULT_ENGINE, Scenario, simulated

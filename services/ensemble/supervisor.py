@@ -4,11 +4,13 @@ one machine, healthy before it returns, all stopped on exit (no orphans)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -21,12 +23,25 @@ from shared.embedded import PrerequisiteError, free_port
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 
 
+log = logging.getLogger("sps.supervisor")
+
+# Like compose's ``restart: unless-stopped``, with a limit: a service that crashes this
+# often within the window is given up on (its log says why).
+MAX_CRASHES, CRASH_WINDOW_S = 5, 60.0
+
+
+class GaveUp(RuntimeError):
+    """A service kept crashing; the message names it and its log."""
+
+
 @dataclass
 class Child:
     name: str
     proc: subprocess.Popen[bytes]
     port: int | None
     log: Path
+    crashes: list[float] = field(default_factory=list)
+    restart_at: float | None = None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -39,24 +54,69 @@ class Ensemble:
     run_dir: Path
     env: dict[str, str]
     children: list[Child] = field(default_factory=list)
+    restarts: dict[str, int] = field(default_factory=dict)
+    failed: str | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def urls(self) -> dict[str, str]:
         return {c.name: f"http://127.0.0.1:{c.port}/metrics" for c in self.children if c.port}
 
-    def start(self, name: str) -> Child:
-        port = free_port() if name != "dataplane" else None
+    def _spawn(self, name: str, port: int | None, log_path: Path) -> subprocess.Popen[bytes]:
         env = {**self.env, **({"SPS_WEB_PORT": str(port)} if port else {})}
-        log = self.run_dir / f"{name}.log"
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", f"services.{name}"],
             env=env,
-            stdout=log.open("ab"),
+            stdout=log_path.open("ab"),
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True,  # its own group: a stop takes Spark's JVM along
         )
-        child = Child(name, proc, port, log)
+
+    def start(self, name: str) -> Child:
+        port = free_port() if name != "dataplane" else None
+        log_path = self.run_dir / f"{name}.log"
+        child = Child(name, self._spawn(name, port, log_path), port, log_path)
         self.children.append(child)
         return child
+
+    def supervise_once(self, now: float | None = None) -> None:
+        """Restart crashed services with exponential backoff (1, 2, 4 ... 15 s); give up
+        on one that crashed MAX_CRASHES times within CRASH_WINDOW_S."""
+        now = time.monotonic() if now is None else now
+        for c in self.children:
+            if c.alive() or self.stopping.is_set():
+                continue
+            if c.restart_at is None:
+                c.crashes = [t for t in c.crashes if now - t < CRASH_WINDOW_S] + [now]
+                if len(c.crashes) >= MAX_CRASHES:
+                    self.failed = (
+                        f"{c.name} crashed {len(c.crashes)} times within "
+                        f"{CRASH_WINDOW_S:.0f} s; giving up (log: {c.log})"
+                    )
+                    raise GaveUp(self.failed)
+                backoff = min(15.0, 2.0 ** (len(c.crashes) - 1))
+                c.restart_at = now + backoff
+                log.warning(
+                    "%s exited with %s; restarting in %.0f s (log: %s)",
+                    c.name,
+                    c.proc.returncode,
+                    backoff,
+                    c.log,
+                )
+            elif now >= c.restart_at:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(c.proc.pid, signal.SIGKILL)  # leftovers of its group (JVM)
+                c.proc = self._spawn(c.name, c.port, c.log)
+                c.restart_at = None
+                self.restarts[c.name] = self.restarts.get(c.name, 0) + 1
+
+    def supervise(self) -> None:
+        """The supervisor thread: runs until ``stop``; a give-up is left in ``failed``."""
+        while not self.stopping.wait(0.5):
+            try:
+                self.supervise_once()
+            except GaveUp as exc:
+                log.error("%s", exc)
+                return
 
     def healthy(self, child: Child) -> bool:
         if child.name == "dataplane":
@@ -84,6 +144,7 @@ class Ensemble:
             time.sleep(0.3)
 
     def stop(self) -> None:
+        self.stopping.set()
         for c in reversed(self.children):
             if c.alive():
                 with contextlib.suppress(ProcessLookupError):
@@ -163,4 +224,29 @@ def up(
             ens.start(name)
         ens.wait_healthy()
         time.sleep(4)  # consumer-group joins settle (about 3 s on the embedded broker)
-        yield ens
+        threading.Thread(target=ens.supervise, name="supervisor", daemon=True).start()
+        with _stop_on_signals():
+            yield ens
+
+
+class Stopped(SystemExit):
+    """SIGTERM or SIGHUP: unwind like Ctrl-C so every child and server is stopped."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a closed terminal) unwind the ``with`` like SIGINT does, so
+    the ExitStack stops every child, the Spark JVM and the embedded servers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_stopped(signum: int, frame: object) -> None:
+        raise Stopped(128 + signum)
+
+    old = {s: signal.signal(s, raise_stopped) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

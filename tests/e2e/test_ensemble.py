@@ -3,9 +3,12 @@ spike trace: the same test code against testcontainers or the embedded component
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +69,40 @@ def test_shedding_under_overload_accounts_for_every_event(tmp_path):
     assert rep["processed"] == rep["admitted"]
 
 
-def test_up_stops_every_process_on_ctrl_c(tmp_path):
+def _children(pid: int) -> dict[int, str]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    kids = {}
+    for k in out.split():
+        try:
+            kids[int(k)] = Path(f"/proc/{k}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+    return kids
+
+
+def _groups_alive(pgids: set[int]) -> list[int]:
+    """Every process still alive in any of these process groups (Spark's JVM and Python
+    workers live in the dataplane's group, not among up's direct children)."""
+    alive = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if os.getpgid(int(d.name)) in pgids:
+                    alive.append(int(d.name))
+            except ProcessLookupError:
+                continue
+    return alive
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_up_restarts_a_crashed_service_and_stops_every_process_on_a_signal(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "up", "--out", str(tmp_path)],
         stdout=subprocess.PIPE,
@@ -80,16 +116,32 @@ def test_up_stops_every_process_on_ctrl_c(tmp_path):
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         lines.append(line)
-        if "Ctrl-C" in line:
+        if "Ctrl-C" in line or not line:
             break
     assert any("Ctrl-C" in ln for ln in lines), "".join(lines)[-3000:]
-    own = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
-    kids = own.stdout.split()
+    kids = _children(proc.pid)
     assert kids, "up started no child processes"
-    proc.send_signal(2)  # SIGINT, as Ctrl-C
+    if sig == signal.SIGTERM:  # once: kill -9 a service, up restarts it
+        (monitor,) = [k for k, cmd in kids.items() if "services.monitor" in cmd]
+        os.kill(monitor, signal.SIGKILL)
+        _wait_for(
+            lambda: any(
+                "services.monitor" in cmd and k != monitor for k, cmd in _children(proc.pid).items()
+            ),
+            60,
+            "the monitor was not restarted",
+        )
+        assert proc.poll() is None, "up stopped instead of restarting the service"
+        kids = _children(proc.pid)
+    pgids = {proc.pid} | {os.getpgid(k) for k in kids if _alive(k)}
+    proc.send_signal(sig)
     proc.wait(120)
-    time.sleep(1)
-    alive = [
-        k for k in kids if subprocess.run(["kill", "-0", k], capture_output=True).returncode == 0
-    ]
-    assert not alive, f"orphans left: {alive}"
+    _wait_for(lambda: not _groups_alive(pgids), 30, f"left alive: {_groups_alive(pgids)}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
