@@ -16,13 +16,34 @@ def utilisation(processed: float, et_s: float, td: float) -> float:
     return processed * et_s / td
 
 
+def backlog_utilisation(backlog: Sequence[float], et_s: float, td: float) -> list[float]:
+    """U_{i,j} from the work waiting at each replica: backlog_j × et_i / td (Eq. 1 with the
+    queued events in place of the processed ones; README, deviations). A replica's
+    last-batch utilisation is 0 or 1 in a micro-batch engine, and every upstream task
+    routing on that one snapshot sent all its events to the same idle replica."""
+    return [b * et_s / td for b in backlog]
+
+
 class LoadAwareRouter:
-    def __init__(self, et_s: float, td: float, utilisations: Sequence[float]) -> None:
+    """``concurrency``: how many routers choose at once from the same snapshot (the
+    upstream operator's active replicas). Each charges ``concurrency`` × et/td per
+    event, as if the others made the same choice, so together they fill the least
+    loaded replica only up to the others' level instead of ``concurrency`` times past it.
+    ``start``: where the round-robin fallback starts (spread it between routers)."""
+
+    def __init__(
+        self,
+        et_s: float,
+        td: float,
+        utilisations: Sequence[float],
+        concurrency: int = 1,
+        start: int = 0,
+    ) -> None:
         if not utilisations:
             raise ValueError("load-aware grouping needs at least one active replica")
-        self.step = et_s / td
+        self.step = max(1, concurrency) * et_s / td
         self.u = [min(1.0, max(0.0, float(x))) for x in utilisations]
-        self._rr = 0
+        self._rr = start % len(self.u)
 
     def refresh(self, utilisations: Sequence[float]) -> None:
         """New interval, new figures; the replica count may have changed."""

@@ -77,6 +77,7 @@ class DataplaneSettings(ServiceSettings):
     tasks_per_query: int = Field(default=1, ge=1)  # Spark tasks one micro-batch plans
     max_batch_s: float = Field(default=1.0, gt=0)  # a slot's work per batch, with a cost
     t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
+    async_progress: bool = False  # Spark's asyncProgressTrackingEnabled
     track_sink_ids: bool = False  # record every id reaching a sink (tests, audits)
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
 

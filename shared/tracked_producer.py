@@ -38,6 +38,20 @@ def read_ends(redis: Any, keys: Keys, topic: str, partitions: int) -> list[int]:
     return ends
 
 
+def read_backlog(redis: Any, keys: Keys, operator: str, partitions: int) -> list[int]:
+    """Events waiting per partition of an operator: recorded end − committed offset."""
+    from shared.topics import Topics
+
+    pipe = redis.pipeline(transaction=False)
+    pipe.hgetall(ends_key(keys, Topics.operator(operator)))
+    pipe.hgetall(keys.committed(operator))
+    ends, done = pipe.execute()
+    return [
+        max(0, int(ends.get(str(j).encode(), 0)) - int(done.get(str(j).encode(), 0)))
+        for j in range(partitions)
+    ]
+
+
 class TrackedProducer:
     """A confluent-kafka producer whose ``flush`` also publishes the partitions' ends."""
 

@@ -94,13 +94,16 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
             df.writeStream.format("noop")
             .queryName(f"op_{op.name}")
             .option("checkpointLocation", str(ckpt / op.name))
+            # walCommit + commitOffsets were ~300 of a 457 ms cycle with 4 queries
+            # (ARCHITECTURE.md): write the offset log off the batch's critical path.
+            .option("asyncProgressTrackingEnabled", str(settings.async_progress).lower())
             .trigger(processingTime=f"{int(settings.trigger_ms)} milliseconds")
             .start()
         )
         queries.append(q)
-    import redis
+    from shared.redis_client import redis_client
 
-    r = redis.Redis.from_url(settings.redis_url)
+    r = redis_client(settings.redis_url)
     r.rpush(f"{keys.prefix}:dp:runs", json.dumps({q.name: q.runId for q in queries}))
     return queries
 

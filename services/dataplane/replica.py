@@ -35,10 +35,10 @@ from services.dataplane.slots import Slot
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.envelope import BadEvent, Envelope, decode
-from shared.grouping import LoadAwareRouter
+from shared.grouping import LoadAwareRouter, backlog_utilisation
 from shared.knowledge_base import Keys
 from shared.topics import Topics
-from shared.tracked_producer import TrackedProducer
+from shared.tracked_producer import TrackedProducer, read_backlog
 
 _CACHE: dict[Any, Any] = {}
 _FROZEN = [False]
@@ -127,15 +127,12 @@ class GroupRun:
     active: int
 
     def __post_init__(self) -> None:
-        import redis as redis_lib
-
         from shared import topology
+        from shared.redis_client import redis_client
 
         o = self.o
         self.topo = _cached(("topo", o["topology"]), lambda: topology.load(o["topology"]))
-        self.r = _cached(
-            ("redis", o["redis_url"]), lambda: redis_lib.Redis.from_url(o["redis_url"])
-        )
+        self.r = _cached(("redis", o["redis_url"]), lambda: redis_client(o["redis_url"]))
         self.keys = Keys(o.get("prefix", "sps"))
         self.td = float(o.get("td", "1"))
         self.producer: TrackedProducer = _cached(
@@ -149,16 +146,21 @@ class GroupRun:
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
         self.topic = Topics.operator(self.operator)
         self.track_ids = o.get("track_sink_ids") == "1"
-        self.util = {s: self.r.hgetall(self.keys.utilisation(s)) for s in self.successors}
+        self.backlog = {
+            s: read_backlog(self.r, self.keys, s, self.topo[s].max_replicas)
+            for s in self.successors
+        }
 
-    def router(self, successor: str) -> LoadAwareRouter:
+    def router(self, successor: str, slot: int) -> LoadAwareRouter:
         n = int(self.r.get(self.keys.active(successor)) or 0) or self.topo[successor].min_replicas
         n = max(1, min(self.topo[successor].max_replicas, n))
-        util = self.util[successor]
+        et = self.topo[successor].et_s
         return LoadAwareRouter(
-            self.topo[successor].et_s,
+            et,
             self.td,
-            [float(util.get(str(j).encode(), 0)) for j in range(n)],
+            backlog_utilisation(self.backlog[successor][:n], et, self.td),
+            concurrency=self.active,
+            start=slot,
         )
 
 
@@ -186,7 +188,9 @@ def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[i
     while any(nxt[j] < s.end for j, s in todo.items()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{topic}: offsets up to {todo} not readable in 60 s ({nxt})")
-        for msg in consumer.consume(num_messages=5000, timeout=0.5):
+        # Ask for exactly what is left: consume() waits its whole timeout for more.
+        left = sum(max(0, s.end - nxt[j]) for j, s in todo.items())
+        for msg in consumer.consume(num_messages=min(5000, left), timeout=0.5):
             err = msg.error()
             if err is not None:
                 if err.code() != KafkaError._PARTITION_EOF:
@@ -207,7 +211,7 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
     if not msgs:
         return res
     ctx = Context(g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False))
-    routers = {s: g.router(s) for s in g.successors}
+    routers = {s: g.router(s, slot.replica) for s in g.successors}
     clock = Occupancy(g.cost_mode, g.op.et_s)
     is_sink = not g.successors
     entry = g.operator in g.topo.entry_operators

@@ -61,9 +61,9 @@ class OperatorReader(DataSourceStreamReader):
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
         if self._r is None:
-            import redis
+            from shared.redis_client import redis_client
 
-            self._r = redis.Redis.from_url(self.o["redis_url"])
+            self._r = redis_client(self.o["redis_url"])
         return self._r
 
     def _topology(self) -> Any:

@@ -134,6 +134,7 @@ def run(
         "timeline": timeline,
         "stats": stats,
         "window": report_mod.replay_window(stats),
+        "sent_by_interval": sent_by_interval,
     }
 
 

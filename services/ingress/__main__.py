@@ -13,7 +13,6 @@ import threading
 import time
 from typing import Any
 
-import redis
 from confluent_kafka import Consumer, Producer
 
 from services.ingress.arrivals import ArrivalCounts, arrival_s
@@ -22,13 +21,14 @@ from shared import topology
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.embedded import free_port
-from shared.grouping import LoadAwareRouter
+from shared.grouping import LoadAwareRouter, backlog_utilisation
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.logs import configure_logging
+from shared.redis_client import redis_client
 from shared.settings import IngressSettings, settings_or_exit
 from shared.topics import Topics
-from shared.tracked_producer import TrackedProducer
+from shared.tracked_producer import TrackedProducer, read_backlog
 
 log = logging.getLogger("sps.ingress")
 
@@ -103,7 +103,7 @@ class Ingress:
         self.s = settings
         self.topo = topology.load(settings.topology)
         self.keys = Keys(settings.key_prefix)
-        self.r = redis.Redis.from_url(settings.redis_url)
+        self.r = redis_client(settings.redis_url)
         self.gate = Gate(
             self.topo,
             self.r,
@@ -140,9 +140,11 @@ class Ingress:
         for e in self.entries:
             n = int(self.r.get(self.keys.active(e.dst)) or 1)
             n = max(1, min(self.topo[e.dst].max_replicas, n))
-            util = self.r.hgetall(self.keys.utilisation(e.dst))
-            us = [float(util.get(str(j).encode(), 0.0)) for j in range(n)]
-            self.routers[e.dst] = LoadAwareRouter(self.topo[e.dst].et_s, self.s.td, us)
+            et = self.topo[e.dst].et_s
+            backlog = read_backlog(self.r, self.keys, e.dst, n)
+            self.routers[e.dst] = LoadAwareRouter(
+                et, self.s.td, backlog_utilisation(backlog, et, self.s.td)
+            )
 
     def publish_intervals(self, now: float) -> None:
         for k, counts in self.arrivals.due(now):
@@ -208,7 +210,7 @@ class Ingress:
             ("unkeyed", d.unkeyed),
         ):
             self.metrics.add(name, v)
-        self.r.hset(f"{self.keys.prefix}:ingress:counts", mapping=dict(self.metrics.counts))  # type: ignore[arg-type]
+        self.r.hset(f"{self.keys.prefix}:ingress:counts", mapping=dict(self.metrics.counts))
 
     def produce(self, d: Any, now: float) -> None:
         for ev, key in d.admitted:

@@ -7,6 +7,8 @@ from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
 from shared.contracts.base import encode
 from shared.contracts.metrics import OperatorCounters
+from shared.knowledge_base import Keys
+from shared.redis_client import redis_client
 from shared.settings import MonitorSettings, settings_or_exit
 
 
@@ -34,8 +36,16 @@ def build(settings: MonitorSettings) -> ServiceApp:
 
     svc.consume(settings.topics.metrics, OperatorCounters, collect)
 
+    r = redis_client(settings.redis_url)
+    keys = Keys(settings.key_prefix)
+
     @svc.app.timer(interval=max(0.05, settings.td / 5))
     async def tick() -> None:
+        # A silent operator (no batch yet, or an idle one) still has the replicas the
+        # knowledge base says it has: take them from there, not from the minimum.
+        names = topo.names
+        counts = r.mget([keys.active(n) for n in names])
+        agg.last_active.update({n: int(v) for n, v in zip(names, counts, strict=True) if v})
         await flush()
 
     return svc

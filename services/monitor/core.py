@@ -1,7 +1,9 @@
 """Monitor: per-operator counters of many replicas -> one statistics record per interval.
 
-An interval closes when a record of a later interval arrives or its end plus a grace
-period has passed. An operator that sent nothing is reported ``silent``; a record for an
+An interval closes when the ingress's count of a later interval arrives (the ingress
+publishes interval t's arrivals only once t is over, so λ_G(t) is then complete; a
+dataplane record of t+1 says nothing about that) or its end plus a grace period has
+passed. An operator that sent nothing is reported ``silent``; a record for an
 already closed interval is counted as late and folded into the next open one.
 """
 
@@ -51,6 +53,7 @@ class IntervalAggregator:
         self.open: dict[int, _Interval] = {}
         self.next_to_close: int | None = None
         self.max_seen = -1
+        self.max_source_seen = -1
         # A silent operator still has its replicas: carry the last reported count forward.
         self.last_active = {op.name: max(1, op.min_replicas) for op in topology.operators}
         self.late_total = 0
@@ -77,6 +80,7 @@ class IntervalAggregator:
         iv.late += int(late)
         self.max_seen = max(self.max_seen, k)
         if rec.operator == SOURCE:
+            self.max_source_seen = max(self.max_source_seen, k)
             iv.input_events += rec.processed
             iv.shed += rec.shed
             return True
@@ -101,13 +105,13 @@ class IntervalAggregator:
         return True
 
     def due(self, now: float | None = None, grace_s: float = 0.5) -> list[int]:
-        """Intervals that may close: older than the newest seen, or past end + grace."""
+        """Intervals that may close: older than the ingress's newest, or past end + grace."""
         if self.next_to_close is None:
             return []
         now = time.time() if now is None else now
         wall = math.floor((now - grace_s) / self.td) - 1  # last interval fully past
         # Cap the catch-up so a far-off record cannot make us emit millions of intervals.
-        last = min(max(self.max_seen - 1, wall), self.next_to_close + 1000)
+        last = min(max(self.max_source_seen - 1, wall), self.next_to_close + 1000)
         return list(range(self.next_to_close, last + 1))
 
     def close(self, k: int, now: float | None = None) -> StatsRecord:
