@@ -139,7 +139,8 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     specs = [x.strip() for x in (args.policies or LIVE_DEFAULT).split(",") if x.strip()]
-    rows = live_compare.run(sc, specs, out)
+    env = {"SPS_T_OUT_S": str(args.t_out)} if args.t_out else {}
+    rows = live_compare.run(sc, specs, out, extra_env=env, drain_s=args.drain)
     (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
     png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")
     if args.json:
@@ -222,6 +223,8 @@ def register(sub: Any) -> None:
     p.add_argument("--live", action="store_true", help="run each policy on the live ensemble")
     p.add_argument("--duration", type=float, default=90.0, help="--live: seconds of replay")
     p.add_argument("--out", help="--live: run folder (default runs/compare-live-<time>)")
+    p.add_argument("--t-out", type=float, help="--live: PA-SPS t_out in seconds (default off)")
+    p.add_argument("--drain", type=float, default=150.0, help="--live: max drain seconds")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gen-trace", help="write a seeded spike workload CSV")

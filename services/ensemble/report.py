@@ -49,6 +49,11 @@ def build(
     processed = sum(m.get("processed", 0) for m in metrics if m.get("operator") in entry)
     dead_entry = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") in entry)
     dead_all = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") != "source")
+    expired_entry = sum(m.get("expired", 0) for m in metrics if m.get("operator") in entry)
+    expired_all = sum(m.get("expired", 0) for m in metrics if m.get("operator") != "source")
+    sinks = set(topo.sinks)
+    at_sinks = sum(m.get("processed", 0) for m in metrics if m.get("operator") in sinks)
+    per_input = sum(topo.static_theta[n] for n in sinks)  # sink events one input makes
     admitted = int(ingress_counts.get("admitted", 0))
     shed = int(ingress_counts.get("shed", 0))
     ingress_dead = int(ingress_counts.get("dead_lettered", 0))
@@ -82,7 +87,10 @@ def build(
         "shed": shed,
         "processed": int(processed),
         "dead_lettered": int(ingress_dead + dead_all),
-        "lost": int(admitted - processed - dead_entry),
+        "expired": int(expired_all),
+        # completed: what reached the sinks, in input events (the DAG's declared fractions)
+        "completed": float(at_sinks / per_input) if per_input else None,
+        "lost": int(admitted - processed - dead_entry - expired_entry),
         "unkeyed": int(ingress_counts.get("unkeyed", 0)),
         "scale_out_actions": out_n,
         "scale_in_actions": in_n,
@@ -97,7 +105,8 @@ def build(
         "throughput_degradation": float(np.mean(np.abs(recv[busy] - proc[busy]) / recv[busy]))
         if busy.any()
         else None,
-        "processed_ratio": processed / admitted if admitted else None,
+        # PA-SPS §4.1.3: completed / received; expired, shed, dead-lettered do not count
+        "processed_ratio": at_sinks / per_input / admitted if admitted and per_input else None,
         "error_input": float(np.mean([abs(a - p) / a for a, p in pairs])) if pairs else None,
         "intervals": len(stats),
     }

@@ -16,8 +16,12 @@ from shared.contracts.plan import PlanRecord, RescaleRequest
 from shared.knowledge_base import Keys
 from shared.topology import Topology
 
+# Applied plan ids live in a sorted set by application order, trimmed to the newest
+# APPLIED_KEPT: a replay after a crash is of recent plans, and a set would grow forever
+# (86k ids a day at td = 1 s).
+APPLIED_KEPT = 10_000
 _APPLY = """
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return {0} end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {0} end
 local interval = tonumber(ARGV[2])
 if interval > 0 and interval <= tonumber(redis.call('GET', KEYS[2]) or '0') then
   return {2}
@@ -27,7 +31,9 @@ for i = 3, #KEYS do
   prev[#prev + 1] = redis.call('GET', KEYS[i]) or '0'
   redis.call('SET', KEYS[i], ARGV[i])
 end
-redis.call('SADD', KEYS[1], ARGV[1])
+local seq = redis.call('INCR', KEYS[1] .. ':seq')
+redis.call('ZADD', KEYS[1], seq, ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[#ARGV]) + 1))
 if interval > 0 then redis.call('SET', KEYS[2], interval) end
 return prev
 """
@@ -66,7 +72,7 @@ class Executor:
             op = self.topology[n]
             bounded[n] = max(op.min_replicas, min(op.max_replicas, int(plan.targets[n])))
         keys = [self.keys.applied_plans, self.keys.last_plan] + [self.keys.active(n) for n in names]
-        args = [plan.plan_id, plan.interval] + [bounded[n] for n in names]
+        args = [plan.plan_id, plan.interval] + [bounded[n] for n in names] + [APPLIED_KEPT]
         res = self._apply(keys=keys, args=args)
         now = time.time() if now is None else now
         if int(res[0]) != 1:
@@ -86,7 +92,9 @@ class Executor:
         )
 
     def plan_for_request(self, req: RescaleRequest) -> PlanRecord:
-        """Turn an on-demand request into a plan: one operator, or N slots by Stela ETP."""
+        """Turn an on-demand request into a plan: one operator, or N slots by Stela ETP.
+        The plan names only the operators the request changes, so it cannot write stale
+        counts over a newer periodic plan's for the others."""
         current = self.current()
         targets = dict(current)
         if req.operator is not None:
@@ -105,6 +113,7 @@ class Executor:
                 targets, _ = stela.scale_out(self.topology, rate, current, req.add)
             else:
                 targets, _ = stela.scale_in(self.topology, rate, current, req.remove or 0)
+        changed = {n: v for n, v in targets.items() if v != current.get(n)}
         return PlanRecord(
-            plan_id=f"request-{req.request_id}", interval=0, targets=targets, closed_at=time.time()
+            plan_id=f"request-{req.request_id}", interval=0, targets=changed, closed_at=time.time()
         )

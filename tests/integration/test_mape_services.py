@@ -102,7 +102,7 @@ def test_spike_scales_out_then_in_and_bad_records_are_dead_lettered(
     # no plan applied twice across the restart
     ids = [a["plan_id"] for a in applied]
     assert len(ids) == len(set(ids))
-    assert redis_client.scard(keys.applied_plans) == len(set(ids))
+    assert redis_client.zcard(keys.applied_plans) == len(set(ids))
     # every malformed record reached the dead-letter topic, and the services still run
     dead = read_all(kafka_bootstrap, topics.deadletter)
     for topic in (topics.metrics, topics.stats, topics.analysis, topics.plans, topics.requests):
