@@ -19,7 +19,6 @@ from services.dataplane.apps import twitter
 from shared import embedded
 from shared.envelope import Envelope
 from shared.knowledge_base import Keys
-from shared.topics import Topics
 from shared.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
@@ -50,7 +49,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
         tweets = list(twitter.generate(n + 500, seed=2))
         for k in range(500):
             p.produce(
-                Topics.operator("parse"),
+                keys.topic("parse"),
                 Envelope(f"w{k}", time.time(), "source", tweets[k]).encode(),
                 partition=k % 2,
             )
@@ -60,7 +59,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
         t0 = time.time()
         for k in range(n):
             p.produce(
-                Topics.operator("parse"),
+                keys.topic("parse"),
                 Envelope(f"e{k}", time.time(), "source", tweets[500 + k]).encode(),
                 partition=k % 2,
             )
@@ -76,7 +75,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
                 t_set = time.time()
                 r.set(keys.active("classify_content"), target)
                 p.produce(
-                    Topics.operator("parse"),
+                    keys.topic("parse"),
                     Envelope(f"x{t_set}", time.time(), "source", tweets[0]).encode(),
                     partition=0,
                 )

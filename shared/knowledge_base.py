@@ -26,6 +26,12 @@ from dataclasses import dataclass
 class Keys:
     prefix: str = "sps"
 
+    def topic(self, op: str) -> str:
+        """The operator's Kafka topic in this run's namespace."""
+        from shared.topics import Topics
+
+        return Topics.operator(op, self.prefix)
+
     def active(self, op: str) -> str:
         return f"{self.prefix}:op:{op}:active"
 

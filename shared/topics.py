@@ -30,5 +30,8 @@ class Topics(BaseModel):
         ]
 
     @staticmethod
-    def operator(name: str) -> str:
-        return f"sps.op.{name}"
+    def operator(name: str, prefix: str = "sps") -> str:
+        """An operator's topic, namespaced by the run's key prefix so a new run on an old
+        broker never reads an earlier run's events (the default prefix keeps the plain
+        ``sps.op.<name>``)."""
+        return f"sps.op.{name}" if prefix == "sps" else f"sps.op.{prefix}.{name}"

@@ -40,10 +40,9 @@ def read_ends(redis: Any, keys: Keys, topic: str, partitions: int) -> list[int]:
 
 def read_backlog(redis: Any, keys: Keys, operator: str, partitions: int) -> list[int]:
     """Events waiting per partition of an operator: recorded end − committed offset."""
-    from shared.topics import Topics
 
     pipe = redis.pipeline(transaction=False)
-    pipe.hgetall(ends_key(keys, Topics.operator(operator)))
+    pipe.hgetall(ends_key(keys, keys.topic(operator)))
     pipe.hgetall(keys.committed(operator))
     ends, done = pipe.execute()
     return [

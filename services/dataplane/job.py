@@ -15,7 +15,6 @@ from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.logs import configure_logging
 from shared.settings import DataplaneSettings
-from shared.topics import Topics
 
 log = logging.getLogger("sps.dataplane")
 
@@ -57,7 +56,9 @@ def create_topics(settings: DataplaneSettings, topo: Any) -> None:
     """One partition per replica slot of each operator's pool."""
     for op in topo.operators:
         ensure_topics(
-            settings.kafka_bootstrap_servers, [Topics.operator(op.name)], partitions=op.max_replicas
+            settings.kafka_bootstrap_servers,
+            [Keys(settings.key_prefix).topic(op.name)],
+            partitions=op.max_replicas,
         )
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
 

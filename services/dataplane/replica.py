@@ -37,7 +37,6 @@ from shared.contracts.metrics import OperatorCounters
 from shared.envelope import BadEvent, Envelope, decode
 from shared.grouping import LoadAwareRouter, backlog_utilisation
 from shared.knowledge_base import Keys
-from shared.topics import Topics
 from shared.tracked_producer import TrackedProducer, read_backlog
 
 _CACHE: dict[Any, Any] = {}
@@ -144,7 +143,7 @@ class GroupRun:
         self.cost_mode = o.get("cost_mode", "none")
         self.t_out = float(o.get("t_out_s") or 0)
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
-        self.topic = Topics.operator(self.operator)
+        self.topic = self.keys.topic(self.operator)
         self.track_ids = o.get("track_sink_ids") == "1"
         self.backlog = {
             s: read_backlog(self.r, self.keys, s, self.topo[s].max_replicas)
@@ -252,7 +251,7 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
         for dst, body in outputs:
             for s in [dst] if dst is not None else g.successors:
                 g.producer.produce(
-                    Topics.operator(s), body, partition=routers[s].choose(), key=msg.key()
+                    g.keys.topic(s), body, partition=routers[s].choose(), key=msg.key()
                 )
                 res.emitted += 1
         if is_sink:

@@ -93,10 +93,11 @@ class OperatorReader(DataSourceStreamReader):
         return {str(j): 0 for j in range(self._pool())}
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
-        from shared.topics import Topics
         from shared.tracked_producer import read_ends
 
-        ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
+        ends = read_ends(
+            self._redis(), self._keys(), self._keys().topic(self.operator), self._pool()
+        )
         cap = max_events_per_slot(
             self.o.get("cost_mode", "none"),
             self._topology()[self.operator].et_s,
@@ -131,10 +132,11 @@ class OperatorReader(DataSourceStreamReader):
         from confluent_kafka import Producer
 
         from shared.contracts.metrics import OperatorCounters
-        from shared.topics import Topics
         from shared.tracked_producer import read_ends
 
-        ends = read_ends(self._redis(), self._keys(), Topics.operator(self.operator), self._pool())
+        ends = read_ends(
+            self._redis(), self._keys(), self._keys().topic(self.operator), self._pool()
+        )
         queued = sum(max(0, ends[j] - int(end.get(str(j), 0))) for j in range(self._pool()))
         # What a drain (demo, tests) waits on: the query's committed ends per partition.
         self._redis().hset(

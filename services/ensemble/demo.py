@@ -82,7 +82,7 @@ def run(
             if feed is not None:
                 with Live(render(topo, feed), console=console, refresh_per_second=2) as view:
                     while t.is_alive():
-                        view.update(render(topo, feed, "replaying"))
+                        view.update(render(topo, feed, "replaying", ens.restarts))
                         time.sleep(0.5)
                     _drain(
                         r,
@@ -90,7 +90,7 @@ def run(
                         topo,
                         ens,
                         drain_s,
-                        lambda: view.update(render(topo, feed, "draining")),
+                        lambda: view.update(render(topo, feed, "draining", ens.restarts)),
                     )
             else:
                 t.join()
@@ -143,7 +143,6 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
     committed up to the partition ends the producers recorded, or time out. Event-driven:
     a slow machine only takes longer, it does not end the drain early."""
     from shared.knowledge_base import Keys
-    from shared.topics import Topics
     from shared.tracked_producer import read_ends
 
     keys = Keys(prefix)
@@ -154,7 +153,7 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
         tick()
         behind = 0
         for op in topo.operators:
-            ends = read_ends(r, keys, Topics.operator(op.name), op.max_replicas)
+            ends = read_ends(r, keys, keys.topic(op.name), op.max_replicas)
             done = r.hgetall(keys.committed(op.name))
             behind += sum(max(0, e - int(done.get(str(j).encode(), 0))) for j, e in enumerate(ends))
         received = r.hget(f"{prefix}:ingress:counts", "received")

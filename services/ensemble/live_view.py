@@ -52,7 +52,9 @@ class Feed:
         self._c.close()
 
 
-def render(topo: Topology, feed: Feed, extra: str = "") -> Table:
+def render(
+    topo: Topology, feed: Feed, extra: str = "", restarts: dict[str, int] | None = None
+) -> Table:
     s, a = feed.stats, feed.analysis
     title = "elastic-sps"
     if s:
@@ -68,8 +70,10 @@ def render(topo: Topology, feed: Feed, extra: str = "") -> Table:
             f"{'-' if lat is None else f'{lat:,.0f}'} ms (p99 "
             f"{'-' if p99 is None else f'{p99:,.0f}'})  {extra}"
         )
+    if restarts:
+        title += "  restarts " + " ".join(f"{n}={k}" for n, k in restarts.items())
     t = Table(title=title)
-    for col in ("operator", "active/pool", "needed", "queue", "throughput/s", "et ms"):
+    for col in ("operator", "active/pool", "needed", "queue", "throughput/s", "et ms", "expired"):
         t.add_column(col, justify="right" if col != "operator" else "left")
     for op in topo.operators:
         o = (s or {}).get("operators", {}).get(op.name, {})
@@ -82,5 +86,6 @@ def render(topo: Topology, feed: Feed, extra: str = "") -> Table:
             f"{o.get('queued', 0):,.0f}",
             f"{o.get('processed', 0) / td:,.0f}",
             f"{o.get('et_ms', 0):.2f}",
+            f"{o.get('expired', 0):,.0f}",
         )
     return t

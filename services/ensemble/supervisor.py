@@ -185,8 +185,8 @@ def up(
     from services.ensemble.replay import KEY_FIELDS
     from shared import topology as topology_mod
     from shared.kafka_admin import ensure_topics
+    from shared.knowledge_base import Keys
     from shared.settings import ServiceSettings
-    from shared.topics import Topics
 
     check_prerequisites()
     topo = topology_mod.load(topology)
@@ -217,7 +217,7 @@ def up(
         topics = ServiceSettings().topics
         ensure_topics(bootstrap, topics.control())
         for op in topo.operators:
-            ensure_topics(bootstrap, [Topics.operator(op.name)], partitions=op.max_replicas)
+            ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
         ens = Ensemble(bootstrap, redis_url, run_dir, env)
         stack.callback(ens.stop)
         for name in SERVICES:

@@ -27,7 +27,6 @@ from shared.knowledge_base import Keys
 from shared.logs import configure_logging
 from shared.redis_client import redis_client
 from shared.settings import IngressSettings, settings_or_exit
-from shared.topics import Topics
 from shared.tracked_producer import TrackedProducer, read_backlog
 
 log = logging.getLogger("sps.ingress")
@@ -220,7 +219,7 @@ class Ingress:
         for ev, key in d.admitted:
             for e in self.entries:
                 self.out.produce(
-                    Topics.operator(e.dst),
+                    self.keys.topic(e.dst),
                     ev.encode(),
                     partition=self.routers[e.dst].choose(),
                     key=key,
@@ -258,7 +257,9 @@ def main(settings: IngressSettings) -> None:
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
     for op in topo.operators:
         ensure_topics(
-            settings.kafka_bootstrap_servers, [Topics.operator(op.name)], partitions=op.max_replicas
+            settings.kafka_bootstrap_servers,
+            [Keys(settings.key_prefix).topic(op.name)],
+            partitions=op.max_replicas,
         )
     registry = CollectorRegistry()
     ingress = Ingress(settings, registry)

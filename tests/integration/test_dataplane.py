@@ -16,7 +16,6 @@ from services.dataplane.apps import twitter
 from shared.envelope import Envelope
 from shared.kafka_io import read_topic as read_all
 from shared.knowledge_base import Keys
-from shared.topics import Topics
 from shared.tracked_producer import TrackedProducer
 
 pytestmark = pytest.mark.integration
@@ -73,13 +72,13 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
                 tw = tweets[k]
                 env_ = Envelope(f"{tag}-{k}", time.time(), "source", tw)
                 producer.produce(
-                    Topics.operator("parse"),
+                    keys.topic("parse"),
                     env_.encode(),
                     partition=0,
                     key=tw["user"]["screen_name"].encode(),
                 )
                 sent += 1
-            producer.produce(Topics.operator("parse"), b"{broken", partition=0)
+            producer.produce(keys.topic("parse"), b"{broken", partition=0)
             producer.flush()
             # Event-driven, not a sleep: the next step starts once a micro-batch of
             # classify_content has been planned with this step's active count.

@@ -20,7 +20,6 @@ import redis
 
 from shared.envelope import Envelope
 from shared.knowledge_base import Keys
-from shared.topics import Topics
 from shared.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
@@ -58,7 +57,7 @@ class CapacityRig:
         t0 = time.monotonic()
         for k in range(n):
             body = Envelope(f"{tag}-{k}", time.time(), "source", {"k": k}).encode()
-            producer.produce(Topics.operator(OPERATOR), body, partition=k % replicas)
+            producer.produce(self.keys.topic(OPERATOR), body, partition=k % replicas)
         producer.flush()
         deadline = t0 + deadline_s
         while self.redis.scard(f"{self.keys.prefix}:sink:ids") < before + n:
