@@ -78,6 +78,7 @@ class DataplaneSettings(ServiceSettings):
     max_batch_s: float = Field(default=1.0, gt=0)  # a slot's work per batch, with a cost
     t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
     async_progress: bool = False  # Spark's asyncProgressTrackingEnabled
+    one_query: bool = True  # every operator in one streaming query (False: one each)
     track_sink_ids: bool = False  # record every id reaching a sink (tests, audits)
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
 

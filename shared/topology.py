@@ -48,6 +48,7 @@ class Topology:
     operators: tuple[Operator, ...]
     edges: tuple[Edge, ...]
     description: str = ""
+    app: str = ""  # the example application whose operators run it (default: the name)
     _index: dict[str, Operator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +57,10 @@ class Topology:
 
     def __getitem__(self, name: str) -> Operator:
         return self._index[name]
+
+    @property
+    def application(self) -> str:
+        return self.app or self.name
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -237,7 +242,13 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
                 " is not a number"
             ) from exc
         edges.append(Edge(str(ed["from"]), str(ed["to"]), fraction))
-    return Topology(name, tuple(operators), tuple(edges), str(doc.get("description", "")))
+    return Topology(
+        name,
+        tuple(operators),
+        tuple(edges),
+        str(doc.get("description", "")),
+        str(doc.get("app", "")),
+    )
 
 
 def builtin_names() -> list[str]:

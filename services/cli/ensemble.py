@@ -132,7 +132,7 @@ def cmd_rescale(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="the whole ensemble on a spike trace, with a report")
-    p.add_argument("--topology", default="twitter")
+    p.add_argument("--topology", default="twitter_remote")
     p.add_argument("--trace", default="short-spikes")
     p.add_argument("--duration", type=float, default=120.0, help="seconds of replay")
     p.add_argument("--policy", default="pa-sps")
@@ -145,7 +145,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("up", help="start the ensemble on this machine until Ctrl-C")
-    p.add_argument("--topology", default="twitter")
+    p.add_argument("--topology", default="twitter_remote")
     p.add_argument("--policy", default="pa-sps")
     p.add_argument("--predictor", default="lr")
     p.add_argument("--tau-ms", type=float)
@@ -153,7 +153,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("replay", help="produce a trace's events into sps.ingress")
-    p.add_argument("--topology", default="twitter")
+    p.add_argument("--topology", default="twitter_remote")
     p.add_argument("--trace", default="short-spikes")
     p.add_argument("--peak-rate", type=float)
     p.add_argument("--speedup", type=float, default=1.0)

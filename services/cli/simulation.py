@@ -10,7 +10,10 @@ from typing import Any
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--topology", default="twitter", help="built-in name or YAML file")
+    p.add_argument(
+        "--topology",
+        help="built-in name or YAML file (default twitter; with --live twitter_remote)",
+    )
     p.add_argument("--trace", default="spikes", help="bundled name or CSV file")
     p.add_argument("--td", type=float, default=1.0, help="interval length in seconds")
     p.add_argument("--peak-rate", type=float, help="rescale so the trace peaks at EPS events/s")
@@ -26,6 +29,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     from shared import topology, traces
 
+    args.topology = args.topology or "twitter"
     topo = topology.load(args.topology)
     trace = traces.load(args.trace, slot_s=args.slot_seconds)
     if args.peak_rate is not None:
@@ -130,6 +134,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     from services.ensemble import live_compare
     from shared import topology
 
+    args.topology = args.topology or "twitter_remote"
     topo = topology.load(args.topology)
     if args.peak_rate is None:
         from services.ensemble.demo import default_peak

@@ -71,10 +71,14 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
     keys = Keys(settings.key_prefix)
     queries = []
     ckpt = Path(settings.checkpoint_dir)
-    for op in topo.operators:
+    names = [op.name for op in topo.operators]
+    # One query serving every operator (one micro-batch cycle per hop), or one each.
+    groups = [names] if settings.one_query else [[n] for n in names]
+    for ops in groups:
+        label = "ops" if len(ops) > 1 else ops[0]
         df = (
             spark.readStream.format("sps_kafka")
-            .option("operator", op.name)
+            .option("operators", ",".join(ops))
             .option("topology", settings.topology)
             .option("bootstrap", settings.kafka_bootstrap_servers)
             .option("redis_url", settings.redis_url)
@@ -93,8 +97,8 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
         )
         q = (
             df.writeStream.format("noop")
-            .queryName(f"op_{op.name}")
-            .option("checkpointLocation", str(ckpt / op.name))
+            .queryName(f"op_{label}")
+            .option("checkpointLocation", str(ckpt / label))
             # walCommit + commitOffsets were ~300 of a 457 ms cycle with 4 queries
             # (ARCHITECTURE.md): write the offset log off the batch's critical path.
             .option("asyncProgressTrackingEnabled", str(settings.async_progress).lower())

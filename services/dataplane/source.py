@@ -26,16 +26,21 @@ SCHEMA = (
 
 
 class SlotGroup(InputPartition):
-    """One Spark task: the replica slots it serves this micro-batch."""
+    """One Spark task: the replica slots of one operator it serves this micro-batch."""
 
-    def __init__(self, slots: tuple[Slot, ...], active: int) -> None:
-        self.slots, self.active = slots, active
+    def __init__(self, operator: str, slots: tuple[Slot, ...], active: int) -> None:
+        self.operator, self.slots, self.active = operator, slots, active
 
 
 class SpsKafkaSource(DataSource):
-    """Options: operator, topology (name or file), bootstrap, redis_url, prefix, td,
-    max_per_task, cost_mode (none, wait, cpu), t_out_s, tasks_per_query, max_batch_s,
-    track_sink_ids."""
+    """Options: operators (comma-separated: one query serves them all; or operator),
+    topology (name or file), bootstrap, redis_url, prefix, td, max_per_task, cost_mode
+    (none, wait, cpu), t_out_s, tasks_per_query, max_batch_s, track_sink_ids.
+
+    Offsets are ``{operator: {partition: offset}}``. Serving every operator from one query
+    makes a hop cost one micro-batch cycle of one query: four chained queries on 2 cores
+    ran in lock-step at ~460 ms a cycle and an output often missed the downstream batch in
+    flight (1.15-1.7 cycles a hop, ARCHITECTURE.md)."""
 
     @classmethod
     def name(cls) -> str:
@@ -51,7 +56,8 @@ class SpsKafkaSource(DataSource):
 class OperatorReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.o = options
-        self.operator = options["operator"]
+        names = options.get("operators") or options["operator"]
+        self.operators = [n for n in names.split(",") if n]
         self.max_per_task = int(options.get("max_per_task", "20000"))
         self.tasks_per_query = int(options.get("tasks_per_query", "1"))
         self._r: Any = None
@@ -78,85 +84,109 @@ class OperatorReader(DataSourceStreamReader):
 
         return Keys(self.o.get("prefix", "sps"))
 
-    def _pool(self) -> int:
-        return int(self._topology()[self.operator].max_replicas)
+    def _pool(self, op: str) -> int:
+        return int(self._topology()[op].max_replicas)
 
-    def _active(self) -> int:
+    def _active(self) -> dict[str, int]:
         if self.o.get("fixed_replicas"):  # the benchmark's hard-coded baseline
-            return int(self.o["fixed_replicas"])
-        v = self._redis().get(self._keys().active(self.operator))
-        op = self._topology()[self.operator]
-        n = int(v) if v is not None else max(1, op.min_replicas)
-        return max(1, min(op.max_replicas, n))
+            return dict.fromkeys(self.operators, int(self.o["fixed_replicas"]))
+        values = self._redis().mget([self._keys().active(op) for op in self.operators])
+        out = {}
+        for name, v in zip(self.operators, values, strict=True):
+            op = self._topology()[name]
+            n = int(v) if v is not None else max(1, op.min_replicas)
+            out[name] = max(1, min(op.max_replicas, n))
+        return out
+
+    def _ends(self) -> dict[str, list[int]]:
+        from shared.tracked_producer import ends_key
+
+        keys = self._keys()
+        pipe = self._redis().pipeline(transaction=False)
+        for op in self.operators:
+            pipe.hgetall(ends_key(keys, keys.topic(op)))
+        out = {}
+        for op, raw in zip(self.operators, pipe.execute(), strict=True):
+            ends = [0] * self._pool(op)
+            for k, v in raw.items():
+                if int(k) < len(ends):
+                    ends[int(k)] = int(v)
+            out[op] = ends
+        return out
 
     def initialOffset(self) -> dict:
-        return {str(j): 0 for j in range(self._pool())}
+        return {op: {str(j): 0 for j in range(self._pool(op))} for op in self.operators}
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
-        from shared.tracked_producer import read_ends
-
-        ends = read_ends(
-            self._redis(), self._keys(), self._keys().topic(self.operator), self._pool()
-        )
-        cap = max_events_per_slot(
-            self.o.get("cost_mode", "none"),
-            self._topology()[self.operator].et_s,
-            float(self.o.get("max_batch_s", "1")),
-            self.max_per_task,
-        )
-        return {
-            str(j): capped_end(int(start.get(str(j), 0)), ends[j], cap) for j in range(self._pool())
-        }
+        out = {}
+        for op, ends in self._ends().items():
+            cap = max_events_per_slot(
+                self.o.get("cost_mode", "none"),
+                self._topology()[op].et_s,
+                float(self.o.get("max_batch_s", "1")),
+                self.max_per_task,
+            )
+            first = start.get(op, {})
+            out[op] = {
+                str(j): capped_end(int(first.get(str(j), 0)), ends[j], cap)
+                for j in range(self._pool(op))
+            }
+        return out
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         active = self._active()
-        slots = plan_slots(start, end, self._pool(), active)
-        groups = pack(slots, self.tasks_per_query)
-        log = f"{self._keys().prefix}:dp:{self.operator}:batches"
-        entry = {
-            "active": active,
-            "slots": [s.replica for s in slots if not s.drain],
-            "drain": [s.replica for s in slots if s.drain],
-            "tasks": len(groups),
-            "at": time.time(),
-        }
+        tasks: list[InputPartition] = []
         pipe = self._redis().pipeline(transaction=False)
-        pipe.rpush(log, json.dumps(entry))
-        pipe.ltrim(log, -1000, -1)
+        for op in self.operators:
+            slots = plan_slots(start.get(op, {}), end.get(op, {}), self._pool(op), active[op])
+            groups = pack(slots, self.tasks_per_query)
+            if len(self.operators) > 1:  # an idle operator plans no task in a shared query
+                groups = [g for g in groups if g]
+            tasks.extend(SlotGroup(op, g, active[op]) for g in groups)
+            log = f"{self._keys().prefix}:dp:{op}:batches"
+            entry = {
+                "active": active[op],
+                "slots": [s.replica for s in slots if not s.drain],
+                "drain": [s.replica for s in slots if s.drain],
+                "tasks": len(groups),
+                "at": time.time(),
+            }
+            pipe.rpush(log, json.dumps(entry))
+            pipe.ltrim(log, -1000, -1)
         pipe.execute()
-        return [SlotGroup(g, active) for g in groups]
+        return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
 
     def commit(self, end: dict) -> None:
-        """The batch up to ``end`` is done: publish the queue left behind (counted from the
-        ends the producers recorded) and the active count, for the monitor."""
+        """The batch up to ``end`` is done: record the committed offsets (what a drain
+        waits on) and publish each operator's queue left behind (from the ends the
+        producers recorded) with its active count, for the monitor."""
         from confluent_kafka import Producer
 
         from shared.contracts.metrics import OperatorCounters
-        from shared.tracked_producer import read_ends
 
-        ends = read_ends(
-            self._redis(), self._keys(), self._keys().topic(self.operator), self._pool()
-        )
-        queued = sum(max(0, ends[j] - int(end.get(str(j), 0))) for j in range(self._pool()))
-        # What a drain (demo, tests) waits on: the query's committed ends per partition.
-        self._redis().hset(
-            self._keys().committed(self.operator), mapping={str(k): int(v) for k, v in end.items()}
-        )
+        keys = self._keys()
+        ends = self._ends()
+        active = self._active()
         td = float(self.o.get("td", "1"))
-        rec = OperatorCounters(
-            interval=int(time.time() // td),
-            operator=self.operator,
-            replica=0,
-            queued=queued,
-            active_replicas=self._active(),
-        )
         if self._producer is None:
-            self._producer = Producer(
-                {"bootstrap.servers": self.o["bootstrap"], "linger.ms": 0, "batch.num.messages": 1}
+            self._producer = Producer({"bootstrap.servers": self.o["bootstrap"], "linger.ms": 0})
+        pipe = self._redis().pipeline(transaction=False)
+        for op in self.operators:
+            done = end.get(op, {})
+            queued = sum(max(0, e - int(done.get(str(j), 0))) for j, e in enumerate(ends[op]))
+            if done:
+                pipe.hset(keys.committed(op), mapping={str(k): int(v) for k, v in done.items()})
+            rec = OperatorCounters(
+                interval=int(time.time() // td),
+                operator=op,
+                replica=0,
+                queued=queued,
+                active_replicas=active[op],
             )
-        self._producer.produce(
-            self.o.get("metrics_topic", "sps.metrics"), value=rec.model_dump_json().encode()
-        )
+            self._producer.produce(
+                self.o.get("metrics_topic", "sps.metrics"), value=rec.model_dump_json().encode()
+            )
+        pipe.execute()
         self._producer.flush(10)
 
     # -- executor side -----------------------------------------------------------------
@@ -164,4 +194,4 @@ class OperatorReader(DataSourceStreamReader):
         from services.dataplane.replica import run_group
 
         assert isinstance(partition, SlotGroup)
-        yield from run_group(self.o, self.operator, partition.slots, partition.active)
+        yield from run_group(self.o, partition.operator, partition.slots, partition.active)

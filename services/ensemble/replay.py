@@ -21,11 +21,11 @@ KEY_FIELDS = {"twitter": "user.screen_name", "advertising": "ad_id", "log": "key
 
 
 def sample_events(topo: Topology, seed: int = 0) -> Iterator[Any]:
-    if topo.name == "twitter":
+    if topo.application == "twitter":
         return itertools.cycle(list(twitter.generate(5000, seed)))
-    if topo.name == "advertising":
+    if topo.application == "advertising":
         return itertools.cycle(list(advertising.generate(5000, seed)))
-    if topo.name == "log":
+    if topo.application == "log":
         return itertools.cycle(list(log.generate(5000, seed)))
     return ({"key": f"k{k % 4096}", "value": k} for k in itertools.count())
 

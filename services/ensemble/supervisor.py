@@ -206,7 +206,7 @@ def up(
             "SPS_TD": str(td),
             "SPS_POLICY": policy,
             "SPS_PREDICTOR": predictor,
-            "SPS_KEY_FIELD": KEY_FIELDS.get(topo.name, "key"),
+            "SPS_KEY_FIELD": KEY_FIELDS.get(topo.application, "key"),
             "SPS_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
             # wait-bound operators: capacity follows replicas on any laptop (README)
             "SPS_COST_MODE": os.environ.get("SPS_COST_MODE", "wait"),

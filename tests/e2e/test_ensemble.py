@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def spike_run(tmp_path_factory):
     out = demo.run(
-        topology="twitter",
+        topology="twitter_remote",
         trace_name="short-spikes",
         duration=60,
         live=False,

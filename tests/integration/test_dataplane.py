@@ -92,10 +92,10 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
         assert not missing, f"{len(missing)} events never reached the sink"
         batches = [json.loads(b) for b in r.lrange(f"{tag}:dp:classify_content:batches", 0, -1)]
         # every micro-batch served exactly the active replicas' slots (plus drains of
-        # inactive slots that still held events), packed into one Spark task
+        # inactive slots that still held events), packed into at most one Spark task
         assert all(b["slots"] == list(range(b["active"])) for b in batches)
         assert all(min(b["drain"], default=b["active"]) >= b["active"] for b in batches)
-        assert all(b["tasks"] == 1 for b in batches)
+        assert all(b["tasks"] <= 1 for b in batches)
         seen = [b["active"] for b in batches]
         compact = [a for k, a in enumerate(seen) if k == 0 or seen[k - 1] != a]
         assert compact[:4] == schedule, compact

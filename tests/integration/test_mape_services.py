@@ -11,6 +11,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
+from shared import topology
 from shared.contracts.metrics import OperatorCounters
 from shared.kafka_admin import ensure_topics
 from shared.kafka_io import read_topic
@@ -25,8 +26,10 @@ OPS = ["parse", "classify_content", "classify_author", "store"]
 
 
 def counters(interval: int, rate: float) -> list[OperatorCounters]:
-    """A recorded interval of the Twitter application at ``rate`` events/s, all processed."""
-    return chain_interval(OPS, interval, rate, sink_latency_ms=[5.0, 7.0])
+    """A recorded interval of the Twitter application at ``rate`` events/s, all processed,
+    each operator as busy per event as its declared et (PA-SPS sizes with the larger)."""
+    et = {op.name: op.et_s for op in topology.load("twitter").operators}
+    return chain_interval(OPS, interval, rate, et_s=et, sink_latency_ms=[5.0, 7.0])
 
 
 def read_all(bootstrap: str, topic: str, timeout: float = 2.0, max_s: float = 20.0) -> list[dict]:

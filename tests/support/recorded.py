@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from shared.contracts.metrics import OperatorCounters
 
@@ -11,12 +11,13 @@ def chain_interval(
     operators: Sequence[str],
     interval: int,
     rate: float,
-    et_s: float = 0.001,
+    et_s: float | Mapping[str, float] = 0.001,
     sink_latency_ms: Sequence[float] = (),
 ) -> list[OperatorCounters]:
     """One interval at ``rate`` events/s through ``operators`` in a line, all processed:
     the source's λ_G, then each operator receiving from the one before; the last one is
-    the sink (emits nothing, reports the end-to-end latency samples)."""
+    the sink (emits nothing, reports the end-to-end latency samples). ``et_s``: the busy
+    time per event each operator reports (one value, or one per operator)."""
     recs = [OperatorCounters(interval=interval, operator="source", processed=rate)]
     prev = "source"
     for op in operators:
@@ -28,7 +29,7 @@ def chain_interval(
                 received_from={prev: rate},
                 processed=rate,
                 emitted=0.0 if sink else rate,
-                busy_s=rate * et_s,
+                busy_s=rate * (et_s[op] if isinstance(et_s, Mapping) else et_s),
                 active_replicas=1,
                 latency_ms=list(sink_latency_ms) if sink else [],
             )

@@ -55,4 +55,4 @@ def passthrough(topo: Topology, name: str) -> OperatorFn:
 
 
 def operator_fn(topo: Topology, name: str) -> OperatorFn:
-    return APPS.get(topo.name, {}).get(name) or passthrough(topo, name)
+    return APPS.get(topo.application, {}).get(name) or passthrough(topo, name)
