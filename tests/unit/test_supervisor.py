@@ -1,0 +1,60 @@
+"""The embedded ensemble's supervisor: restart with backoff, give up on a crash loop."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from services.ensemble.supervisor import CRASH_WINDOW_S, MAX_CRASHES, Child, Ensemble, GaveUp
+
+pytestmark = pytest.mark.unit
+
+
+class CrashingEnsemble(Ensemble):
+    """Every (re)start is a process that exits at once with status 3."""
+
+    def _spawn(self, name: str, port: int | None, log_path: Path) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(["sh", "-c", "exit 3"], start_new_session=True)
+        proc.wait()
+        return proc
+
+
+def _ensemble(tmp_path: Path) -> tuple[CrashingEnsemble, Child]:
+    ens = CrashingEnsemble("broker", "redis://x", tmp_path, {})
+    child = ens.start("monitor")
+    return ens, child
+
+
+def test_a_crashed_service_is_restarted_after_a_growing_backoff(tmp_path):
+    ens, child = _ensemble(tmp_path)
+    ens.supervise_once(now=100.0)  # crash 1 seen: restart in 1 s
+    assert child.restart_at == 101.0 and ens.restarts == {}
+    ens.supervise_once(now=100.5)
+    assert ens.restarts == {}  # not yet
+    ens.supervise_once(now=101.0)
+    assert ens.restarts == {"monitor": 1} and child.restart_at is None
+    ens.supervise_once(now=102.0)  # crash 2: 2 s
+    assert child.restart_at == 104.0
+
+
+def test_a_crash_loop_is_given_up_naming_the_service_and_its_log(tmp_path):
+    ens, child = _ensemble(tmp_path)
+    now = 0.0
+    with pytest.raises(GaveUp, match=r"monitor crashed 5 times .*monitor\.log"):
+        for _ in range(10 * MAX_CRASHES):
+            ens.supervise_once(now=now)
+            now += 1.0  # each restart is due within the backoff cap
+    assert ens.failed is not None
+    assert ens.restarts["monitor"] == MAX_CRASHES - 1
+
+
+def test_crashes_spread_beyond_the_window_are_restarted_forever(tmp_path):
+    ens, child = _ensemble(tmp_path)
+    now = 0.0
+    for _ in range(3 * MAX_CRASHES):
+        ens.supervise_once(now=now)  # the crash is seen
+        ens.supervise_once(now=now + 20.0)  # the restart is due (backoff ≤ 15 s)
+        now += CRASH_WINDOW_S / 2
+    assert ens.failed is None and ens.restarts["monitor"] == 3 * MAX_CRASHES
