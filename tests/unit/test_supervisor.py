@@ -40,7 +40,7 @@ def test_a_crashed_service_is_restarted_after_a_growing_backoff(tmp_path):
 
 
 def test_a_crash_loop_is_given_up_naming_the_service_and_its_log(tmp_path):
-    ens, child = _ensemble(tmp_path)
+    ens, _ = _ensemble(tmp_path)
     now = 0.0
     with pytest.raises(GaveUp, match=r"monitor crashed 5 times .*monitor\.log"):
         for _ in range(10 * MAX_CRASHES):
@@ -51,7 +51,7 @@ def test_a_crash_loop_is_given_up_naming_the_service_and_its_log(tmp_path):
 
 
 def test_crashes_spread_beyond_the_window_are_restarted_forever(tmp_path):
-    ens, child = _ensemble(tmp_path)
+    ens, _ = _ensemble(tmp_path)
     now = 0.0
     for _ in range(3 * MAX_CRASHES):
         ens.supervise_once(now=now)  # the crash is seen
