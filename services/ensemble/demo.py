@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -135,6 +136,7 @@ def run(
     ]
     files = report_mod.plots(topo, stats, run_dir, tau_ms)
     report_mod.save(rep, run_dir)
+    (run_dir / "stats.json").write_text(json.dumps(stats))  # the per-interval series
     return {
         "report": rep,
         "plots": [str(f) for f in files],

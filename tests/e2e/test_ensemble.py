@@ -46,20 +46,21 @@ def test_every_event_is_accounted_for(spike_run):
 
 
 def test_shedding_under_overload_accounts_for_every_event(tmp_path):
-    """τ = 2.5 s at a 9,000 events/s peak (beyond what a 2-core machine sustains) makes
-    LAS shed; every event is admitted or shed, none lost. How close the mean queuing
-    latency lands to τ depends on the machine: `benchmarks/bench_shedding_goal.py`
-    measures it (README, "Shedding in the ensemble")."""
+    """τ = 2.5 s at a 3,000 events/s peak, almost four times what the pool holds (800
+    events/s), makes LAS shed; every event is admitted or shed, none lost. How close the
+    mean queuing latency lands to τ depends on the machine:
+    `benchmarks/bench_shedding_goal.py` measures it (README, "Shedding in the ensemble")."""
     tau_ms = 2500.0
     out = demo.run(
-        topology="twitter",
+        topology="twitter_remote",
         trace_name="short-spikes",
         duration=40,
         live=False,
         run_dir=tmp_path,
         tau_ms=tau_ms,
-        peak_rate=9000,
-        drain_s=90,
+        peak_rate=3000,
+        drain_s=120,
+        compare_static=False,
     )
     rep = out["report"]
     print("measured queuing latency (ms):", rep["queuing_ms_mean"], "shed:", rep["shed"])
