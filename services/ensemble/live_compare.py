@@ -86,22 +86,33 @@ def _weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> f
     return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
 
 
-def live_figures(report: dict[str, Any], stats: list[dict]) -> tuple[dict[str, Any], list[int]]:
-    from services.ensemble.report import replay_window
-
-    window = replay_window(stats)
-    names = list(window[0]["operators"]) if window else []
+def live_figures(
+    topo: Any, report: dict[str, Any], stats: list[dict], sent_by_interval: dict[int, int]
+) -> tuple[dict[str, Any], list[int]]:
+    """The live run's figures over the replay's own intervals (what the simulator
+    forecasts: the warm-up before it and the drain after it are left out of resources,
+    degradation and rescales); latency and the processed ratio are over every event."""
+    first, last = min(sent_by_interval), max(sent_by_interval)
+    window = sorted(
+        (s for s in stats if first <= s["interval"] <= last), key=lambda s: s["interval"]
+    )
+    names = topo.names
     per_op = np.array([[s["operators"][n]["active_replicas"] for s in window] for n in names])
     rescales = int((np.diff(per_op, axis=1) != 0).sum()) if per_op.size else 0
+    total = per_op.sum(axis=0) if per_op.size else np.zeros(0)
+    per_input = sum(topo.static_theta[n] for n in topo.sinks)
     figures = {
-        "saved_resources": report.get("saved_resources"),
-        "throughput_degradation": report.get("throughput_degradation"),
+        "saved_resources": float(1 - total.mean() / topo.pool_total) if total.size else None,
+        "throughput_degradation": edge_degradation(
+            [s["input_events"] for s in window],
+            [sum(s["operators"][n]["processed"] for n in topo.sinks) / per_input for s in window],
+        ),
         "processed_ratio": report.get("processed_ratio"),
         "latency_ms": report.get("latency_ms_mean"),
         "latency_ms_p99": report.get("latency_ms_p99"),
         "rescales": rescales,
     }
-    return figures, [int(x) for x in per_op.sum(axis=0)] if per_op.size else []
+    return figures, [int(x) for x in total]
 
 
 def gap(live: dict[str, Any], sim: dict[str, Any], live_r: list[int], sim_r: list[int]) -> dict:
@@ -142,7 +153,8 @@ def run(
             extra_env={"SPS_COST_MODE": "wait", **(extra_env or {})},
             compare_static=False,
         )
-        live, live_r = live_figures(out["report"], out["stats"])
+        topo = topology_mod.load(sc.topology)
+        live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])
         sim, sim_r = simulated(sc, spec, engine)
         rows.append(
             {

@@ -55,3 +55,31 @@ def test_gap_reports_differences_latency_ratio_and_replica_correlation():
     assert g["rescales"] == 2
     assert g["latency_ratio"] == pytest.approx(3.0)
     assert g["replicas_correlation"] == pytest.approx(np.corrcoef([4, 6, 8, 6], [4, 5, 8, 7])[0, 1])
+
+
+def test_live_figures_cover_the_replay_intervals_only():
+    """Warm-up (interval 1) and drain (interval 5) are outside the replay's 2..4. twitter:
+    pool 32; active totals 4, 8, 16 -> saved 1 - (28 / 3) / 32 = 0.708; a rescale is an
+    operator-interval whose count changed: 4 operators x 2 changes."""
+    from services.ensemble.live_compare import live_figures
+    from shared import topology
+
+    topo = topology.load("twitter")
+
+    def interval(k, active, inp, sink):
+        ops = {n: {"active_replicas": active, "processed": sink} for n in topo.names}
+        return {"interval": k, "input_events": inp, "operators": ops}
+
+    stats = [
+        interval(1, 8, 50, 50),
+        interval(2, 1, 100, 100),
+        interval(3, 2, 200, 150),
+        interval(4, 4, 100, 150),
+        interval(5, 8, 0, 10),
+    ]
+    fig, series = live_figures(topo, {"processed_ratio": 1.0}, stats, {2: 100, 3: 200, 4: 100})
+    assert series == [4, 8, 16]
+    assert fig["saved_resources"] == pytest.approx(1 - (28 / 3) / 32)
+    assert fig["rescales"] == 8  # 4 operators, each changed twice
+    # |100-100|/100, |200-150|/200, |100-150|/100 -> (0 + 0.25 + 0.5) / 3
+    assert fig["throughput_degradation"] == pytest.approx(0.25)
