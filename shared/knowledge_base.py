@@ -42,7 +42,7 @@ class Keys:
         return f"{self.prefix}:op:{op}:et_ms"
 
     def committed(self, op: str) -> str:
-        """Hash partition -> offset up to which the operator's query has committed."""
+        """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"
 
     def utilisation(self, op: str) -> str:

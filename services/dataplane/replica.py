@@ -275,7 +275,7 @@ def run_group(
     else:
         results = [run_slot(g, s, records[s.replica]) for s in slots]
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
-    publish(g, results)
+    publish(g, results, slots)
     by_slot = {s.replica: s for s in slots}
     return [
         (
@@ -291,9 +291,13 @@ def run_group(
     ]
 
 
-def publish(g: GroupRun, results: list[SlotResult]) -> None:
-    """Sink ids, LAS sketches and Δ replies, utilisation and the counters, batched."""
+def publish(g: GroupRun, results: list[SlotResult], slots: tuple[Slot, ...]) -> None:
+    """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
+    processed up to (what a drain waits on), batched."""
     pipe = g.r.pipeline(transaction=False)
+    done = {str(s.replica): s.end for s in slots if s.events}
+    if done:  # one task per partition per batch, batches in order: a plain HSET
+        pipe.hset(g.keys.committed(g.operator), mapping=done)
     las = None
     if g.operator in g.topo.entry_operators and g.o.get("las", "1") == "1":
         las = _cached(

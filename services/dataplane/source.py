@@ -157,25 +157,22 @@ class OperatorReader(DataSourceStreamReader):
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
 
     def commit(self, end: dict) -> None:
-        """The batch up to ``end`` is done: record the committed offsets (what a drain
-        waits on) and publish each operator's queue left behind (from the ends the
-        producers recorded) with its active count, for the monitor."""
+        """The batch up to ``end`` is done: publish each operator's queue left behind
+        (from the ends the producers recorded) with its active count, for the monitor.
+        Spark calls this when the *next* batch starts, so what a drain waits on (the
+        processed-up-to offsets) is recorded by the tasks themselves (``replica.publish``)."""
         from confluent_kafka import Producer
 
         from shared.contracts.metrics import OperatorCounters
 
-        keys = self._keys()
         ends = self._ends()
         active = self._active()
         td = float(self.o.get("td", "1"))
         if self._producer is None:
             self._producer = Producer({"bootstrap.servers": self.o["bootstrap"], "linger.ms": 0})
-        pipe = self._redis().pipeline(transaction=False)
         for op in self.operators:
             done = end.get(op, {})
             queued = sum(max(0, e - int(done.get(str(j), 0))) for j, e in enumerate(ends[op]))
-            if done:
-                pipe.hset(keys.committed(op), mapping={str(k): int(v) for k, v in done.items()})
             rec = OperatorCounters(
                 interval=int(time.time() // td),
                 operator=op,
@@ -186,7 +183,6 @@ class OperatorReader(DataSourceStreamReader):
             self._producer.produce(
                 self.o.get("metrics_topic", "sps.metrics"), value=rec.model_dump_json().encode()
             )
-        pipe.execute()
         self._producer.flush(10)
 
     # -- executor side -----------------------------------------------------------------
