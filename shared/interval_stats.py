@@ -20,6 +20,7 @@ class OperatorStats:
     active_replicas: int = 1
     et_s: float = 0.0  # measured mean execution time per event (0: nothing processed)
     busy_s: float = 0.0  # summed busy time of the replicas
+    expired: float = 0.0  # not processed: older than t_out, or refused by a full queue
 
 
 @dataclass(frozen=True)

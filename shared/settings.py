@@ -67,6 +67,9 @@ class DataplaneSettings(ServiceSettings):
     # "auto": local[operators × tasks_per_query], one Spark task slot per task a
     # micro-batch plans, so the queries never wait for each other's slots.
     spark_master: str = "auto"
+    # A failed task (a broker hiccup, a delivery failure) is retried this often before the
+    # query fails: local[N] alone retries nothing (spark.task.maxFailures on a cluster).
+    task_max_failures: int = Field(default=4, ge=1)
     checkpoint_dir: str = "runs/checkpoints"
     max_events_per_task: int = Field(default=20_000, ge=1)  # per replica slot and batch
     trigger_ms: int = Field(default=200, ge=0)

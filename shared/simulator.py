@@ -1,26 +1,32 @@
 """Interval-stepped (td) fluid simulation of a DAG under an elasticity policy.
 
-Per interval: events arrive at the entry operators, each operator (in topological order)
-processes min(queue + received, active × td / et) and forwards its output along its edges
-within the same interval; the rest waits in its queue. At the end of the interval the MAPE
-loop runs the *same* policy (Analyze) and ``make_plan`` (Plan) as the services; the new
-active counts take effect at the next interval (a replica pool: no restart, no loss).
-Counts are fluid (fractional events), which is what the model's equations describe.
+Per interval: events arrive at the entry operators spread over the interval; each
+operator (in topological order) serves its FIFO queue of *cohorts* (``fluid_queue``) at
+``active × efficiency / et`` events/s and forwards what it completes along its edges, where
+it waits until it is ready (a micro-batch engine adds ``hop_s`` per operator, so an output
+may only be served in a later interval). Events older than ``t_out`` expire at the
+operator that would serve them; a queue beyond ``q_size`` drops its newest events
+(PA-SPS §4.1.4: t_out = 30 s, q_size = 100,000 in the paper's scenario). At the end of the
+interval the MAPE loop runs the *same* policy (Analyze) and ``make_plan`` (Plan) as the
+services; the new active counts take effect ``1 + plan_delay`` intervals later (a replica
+pool: no restart, no loss). Counts are fluid (fractional events).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from shared import pa_sps_model as model
+from shared.fluid_queue import Cohort, OperatorQueue, gg_c_wait
 from shared.interval_stats import IntervalStats, OperatorStats
 from shared.plan import make_plan
 from shared.policies.base import Policy
 from shared.run_metrics import RunMetrics, summarise
-from shared.topology import SOURCE, Topology
+from shared.topology import SOURCE, Operator, Topology
 
 
 @dataclass(frozen=True)
@@ -30,12 +36,24 @@ class EngineModel:
     ``hop_s``: the time an event spends per operator beyond its own et and queue in a
     micro-batch engine: waiting for the operator's next batch and for the batch to end.
     ``efficiency``: the share of a replica's 1/et the engine delivers (the rest goes to
-    per-batch planning and commits). Both are calibrated from the live system: ``hop_s``
-    from the end-to-end latency at low load divided by the hops, ``efficiency`` from
-    ``benchmarks/bench_capacity.py`` (README, "Simulator beside the live system")."""
+    per-batch planning and commits). ``plan_delay``: whole intervals between a plan and
+    its effect beyond the next interval (the MAPE services' lag). ``et_cv2``: the
+    execution time's squared coefficient of variation (0: deterministic). Calibrated from
+    the live system (README, "Simulator beside the live system")."""
 
     hop_s: float = 0.0
     efficiency: float = 1.0
+    plan_delay: int = 0
+    et_cv2: float = 0.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """PA-SPS's t_out (seconds an event may live) and q_size (events an operator's queue
+    holds); ``None``: off."""
+
+    t_out_s: float | None = None
+    q_size: float | None = None
 
 
 @dataclass
@@ -48,11 +66,16 @@ class Series:
     processed: list[float] = field(default_factory=list)  # Σ_i μ_i(t)
     entry_processed: list[float] = field(default_factory=list)
     queued: list[float] = field(default_factory=list)
-    latency_ms: list[float] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)  # mean over completions at t
     sink_processed: list[float] = field(default_factory=list)
+    completed: list[float] = field(default_factory=list)  # at the sinks, in input events
+    latency_sum_s: list[float] = field(default_factory=list)  # Σ latency of completed
+    expired: list[float] = field(default_factory=list)  # Σ over operators
+    dropped: list[float] = field(default_factory=list)
     replicas: dict[str, list[int]] = field(default_factory=dict)
     planned: list[int] = field(default_factory=list)  # Σ replicas planned at t for t+1
     needed: list[int] = field(default_factory=list)  # Σ replicas t's real load needed
+    replay_intervals: int = 0  # intervals of the trace itself (the rest is a drain)
 
     def total_replicas(self) -> np.ndarray:
         return np.sum([np.asarray(v) for v in self.replicas.values()], axis=0)
@@ -66,6 +89,73 @@ class SimulationResult:
     td: float
 
 
+@dataclass
+class _Interval:
+    """One interval's accumulators, kept apart so ``simulate`` stays readable."""
+
+    ops: dict[str, OperatorStats] = field(default_factory=dict)
+    received: float = 0.0
+    processed: float = 0.0
+    queued: float = 0.0
+    entry: float = 0.0
+    sink: float = 0.0
+    latency_s: float = 0.0
+    expired: float = 0.0
+    dropped: float = 0.0
+    needed: int = 0
+
+
+def _step_operator(
+    topo: Topology,
+    op: Operator,
+    q: OperatorQueue,
+    inbound: dict[str, list[Cohort]],
+    r: int,
+    t0: float,
+    td: float,
+    engine: EngineModel,
+    limits: Limits,
+    acc: _Interval,
+) -> list[Cohort]:
+    """Queue what arrived, serve the interval, account for it; returns what completed."""
+    rfrom = {p: sum(c.amount for c in cs) for p, cs in inbound.items()}
+    recv = sum(rfrom.values())
+    before = q.size
+    for cs in inbound.values():
+        q.add(cs)
+    rate = engine.efficiency * r / op.et_s
+    # Load this interval can serve (backlog and what is ready before it ends) against
+    # capacity: the G/G/c wait. An output still in its micro-batch hop is not offered yet.
+    offered = sum(c.amount for c in q.cohorts if c.ready < t0 + td)
+    rho = offered / (rate * td) if rate > 0 else 0.0
+    post = op.et_s + engine.hop_s + gg_c_wait(rho, r, op.et_s, engine.et_cv2)
+    served = q.serve(t0, td, rate, post, limits.t_out_s)
+    dropped = q.drop_beyond(limits.q_size) if limits.q_size is not None else 0.0
+    proc = sum(c.amount for c in served.processed)
+    queued = q.size
+    acc.needed += model.round_replicas(
+        model.replicas_needed(before + recv, op.et_s, td), op.min_replicas, op.max_replicas
+    )
+    fan_out = sum(e.fraction for e in topo.successors[op.name])
+    acc.ops[op.name] = OperatorStats(
+        received=recv,
+        processed=proc,
+        queued=queued,
+        received_from=rfrom,
+        emitted=proc * fan_out,
+        active_replicas=r,
+        et_s=op.et_s,
+        busy_s=proc * op.et_s,
+        expired=served.expired + dropped,
+    )
+    acc.received += recv
+    acc.processed += proc
+    acc.queued += queued
+    acc.expired += served.expired
+    acc.dropped += dropped
+    return served.processed
+
+
 def simulate(
     topo: Topology,
     arrivals: np.ndarray,
@@ -75,88 +165,85 @@ def simulate(
     initial: Mapping[str, int] | None = None,
     budget_at: Callable[[int], int | None] | None = None,
     engine: EngineModel | None = None,
+    limits: Limits | None = None,
+    drain_intervals: int = 0,
 ) -> SimulationResult:
-    """Run ``arrivals`` (events per interval) through ``topo``.
-
-    ``budget_at(t)`` (optional) overrides ``budget`` per interval, to replay on-demand
-    budget changes (Stela).
-    """
+    """Run ``arrivals`` (events per interval) through ``topo``, then up to
+    ``drain_intervals`` quiet intervals while events are still queued (as a live run
+    drains). ``budget_at(t)`` (optional) overrides ``budget`` per interval, to replay
+    on-demand budget changes (Stela)."""
     engine = engine or EngineModel()
+    limits = limits or Limits()
     order = topo.order
-    ops = [topo[n] for n in order]
-    preds = [[(e.src, e.fraction) for e in topo.predecessors[n]] for n in order]
-    entry = set(topo.entry_operators)
-    sinks = set(topo.sinks)
+    entry, sinks = set(topo.entry_operators), set(topo.sinks)
+    per_input = sum(topo.static_theta[n] for n in sinks) or 1.0
     if initial is None:
         # A policy may say where it starts (static r = N starts at N, not at the minimum).
         initial = getattr(policy, "initial_replicas", lambda: None)()
-    active = dict(initial) if initial else {op.name: op.min_replicas or 1 for op in ops}
-    queue = dict.fromkeys(order, 0.0)
-    sojourn = dict.fromkeys(order, 0.0)
-    s = Series(replicas={n: [] for n in topo.names})
+    active = dict(initial) if initial else {n: topo[n].min_replicas or 1 for n in order}
+    pending: deque[dict[str, int]] = deque([dict(active)] * engine.plan_delay)
+    queues = {n: OperatorQueue() for n in order}
+    s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))
     prev_prediction: float | None = None
-    for t, lam_g in enumerate(arrivals.tolist()):
-        out: dict[str, float] = {SOURCE: lam_g}
-        op_stats: dict[str, OperatorStats] = {}
-        tot_recv = tot_proc = tot_q = entry_proc = sink_proc = 0.0
-        lat_weighted = 0.0
-        delay: dict[str, float] = {SOURCE: 0.0}
-        needed = 0
-        for op, pr in zip(ops, preds, strict=True):
-            name = op.name
-            rfrom = {p: out[p] * f for p, f in pr}
-            recv = sum(rfrom.values())
-            q0 = queue[name]
-            avail = q0 + recv
-            r = active[name]
-            rate = engine.efficiency * r / op.et_s  # events/s
-            proc = min(avail, rate * td)
-            q1 = avail - proc
-            queue[name] = q1
-            out[name] = proc
-            # Fluid Little's law: mean wait = mean backlog / service rate.
-            wait = ((q0 + q1) / 2) / rate if rate > 0 else 0.0
-            up = sum(rfrom.values())
-            upstream = sum(rfrom[p] * delay[p] for p in rfrom) / up if up > 0 else 0.0
-            delay[name] = upstream + wait + op.et_s + engine.hop_s
-            sojourn[name] = delay[name]
-            needed += model.round_replicas(
-                model.replicas_needed(avail, op.et_s, td), op.min_replicas, op.max_replicas
+    t = 0
+    while t < len(arrivals) or (
+        t < len(arrivals) + drain_intervals and any(q.size > 1e-6 for q in queues.values())
+    ):
+        lam_g = float(arrivals[t]) if t < len(arrivals) else 0.0
+        t0 = t * td
+        done: dict[str, list[Cohort]] = {SOURCE: [Cohort(lam_g, t0 + td / 2, t0 + td / 2)]}
+        acc = _Interval()
+        for name in order:
+            inbound = {
+                e.src: [Cohort(c.amount * e.fraction, c.born, c.ready) for c in done[e.src]]
+                for e in topo.predecessors[name]
+            }
+            done[name] = _step_operator(
+                topo, topo[name], queues[name], inbound, active[name], t0, td, engine, limits, acc
             )
-            op_stats[name] = OperatorStats(
-                received=recv,
-                processed=proc,
-                queued=q1,
-                received_from=rfrom,
-                emitted=proc * sum(e.fraction for e in topo.successors[name]),
-                active_replicas=r,
-                et_s=op.et_s,
-                busy_s=proc * op.et_s,
-            )
-            tot_recv += recv
-            tot_proc += proc
-            tot_q += q1
+            proc = acc.ops[name].processed
             if name in entry:
-                entry_proc += proc
+                acc.entry += proc
             if name in sinks:
-                sink_proc += proc
-                lat_weighted += proc * delay[name]
-            s.replicas[name].append(r)
-        latency_ms = 1000.0 * lat_weighted / sink_proc if sink_proc > 0 else 0.0
-        stats = IntervalStats(t, td, lam_g, op_stats, latency_ms)
-        analysis = policy.analyze(stats)
+                acc.sink += proc
+                acc.latency_s += sum(c.amount * (c.ready - c.born) for c in done[name])
+            s.replicas[name].append(active[name])
+        analysis = policy.analyze(
+            IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
+        )
         b = budget_at(t) if budget_at is not None else budget
         plan = make_plan(topo, analysis, active, td, b)
-        active = dict(plan.targets)
-        s.input_events.append(lam_g)
-        s.predicted_input.append(prev_prediction if prev_prediction is not None else lam_g)
+        pending.append(dict(plan.targets))
+        active = pending.popleft()
+        _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))
         prev_prediction = analysis.predicted_input
-        s.received.append(tot_recv)
-        s.processed.append(tot_proc)
-        s.entry_processed.append(entry_proc)
-        s.queued.append(tot_q)
-        s.sink_processed.append(sink_proc)
-        s.latency_ms.append(latency_ms)
-        s.needed.append(needed)
-        s.planned.append(sum(plan.targets.values()))
+        t += 1
     return SimulationResult(policy.name, summarise(topo, s), s, td)
+
+
+def _mean_ms(latency_s: float, n: float) -> float:
+    return 1000.0 * latency_s / n if n > 0 else 0.0
+
+
+def _record(
+    s: Series,
+    acc: _Interval,
+    lam_g: float,
+    per_input: float,
+    prev_prediction: float | None,
+    planned: int,
+) -> None:
+    s.input_events.append(lam_g)
+    s.predicted_input.append(prev_prediction if prev_prediction is not None else lam_g)
+    s.received.append(acc.received)
+    s.processed.append(acc.processed)
+    s.entry_processed.append(acc.entry)
+    s.queued.append(acc.queued)
+    s.sink_processed.append(acc.sink)
+    s.completed.append(acc.sink / per_input)
+    s.latency_sum_s.append(acc.latency_s / per_input)
+    s.latency_ms.append(_mean_ms(acc.latency_s, acc.sink))
+    s.expired.append(acc.expired)
+    s.dropped.append(acc.dropped)
+    s.needed.append(acc.needed)
+    s.planned.append(planned)

@@ -86,7 +86,10 @@ class TrackedProducer:
         if left:
             raise RuntimeError(f"{left} records not delivered within {timeout}s")
         if self.failed:
-            raise RuntimeError(f"{self.failed} records failed delivery")
+            # Reset before raising: the producer is cached per worker, and one failed batch
+            # (Spark retries the task) must not fail every later batch on that worker.
+            failed, self.failed = self.failed, 0
+            raise RuntimeError(f"{failed} records failed delivery")
         by_topic: dict[str, list[int]] = {}
         for (topic, part), end in self._ends.items():
             by_topic.setdefault(topic, []).extend([part, end])

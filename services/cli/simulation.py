@@ -24,6 +24,12 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retrain-every", type=int, help="ANN/RF: refit every N intervals")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", help="write a PNG of input, throughput and replicas")
+    p.add_argument(
+        "--t-out", type=float, help="PA-SPS t_out: events older than SECONDS expire (default off)"
+    )
+    p.add_argument(
+        "--q-size", type=float, help="PA-SPS q_size: an operator queue's limit (default off)"
+    )
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -39,9 +45,13 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     from shared.policies import make_policy
-    from shared.simulator import simulate
+    from shared.simulator import Limits, simulate
 
     topo, trace = _load(args)
+    for flag, v in (("--t-out", args.t_out), ("--q-size", args.q_size)):
+        if v is not None and v <= 0:
+            raise ValueError(f"{flag} must be > 0, got {v}")
+    limits = Limits(t_out_s=args.t_out, q_size=args.q_size)
     arrivals = trace.per_interval(args.td)
     opts = {
         "predictor": getattr(args, "predictor", None),
@@ -57,7 +67,15 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     for spec in specs:
         policy = make_policy(spec, topo, **opts)
         results.append(
-            simulate(topo, arrivals, policy, args.td, budget=args.budget, budget_at=budget_at)
+            simulate(
+                topo,
+                arrivals,
+                policy,
+                args.td,
+                budget=args.budget,
+                budget_at=budget_at,
+                limits=limits,
+            )
         )
     return results
 
@@ -145,7 +163,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     specs = [x.strip() for x in (args.policies or LIVE_DEFAULT).split(",") if x.strip()]
     env = {"SPS_T_OUT_S": str(args.t_out)} if args.t_out else {}
-    rows = live_compare.run(sc, specs, out, extra_env=env, drain_s=args.drain)
+    rows = live_compare.run(sc, specs, out, extra_env=env, drain_s=args.drain, t_out_s=args.t_out)
     (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
     png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")
     if args.json:
@@ -228,7 +246,6 @@ def register(sub: Any) -> None:
     p.add_argument("--live", action="store_true", help="run each policy on the live ensemble")
     p.add_argument("--duration", type=float, default=90.0, help="--live: seconds of replay")
     p.add_argument("--out", help="--live: run folder (default runs/compare-live-<time>)")
-    p.add_argument("--t-out", type=float, help="--live: PA-SPS t_out in seconds (default off)")
     p.add_argument("--drain", type=float, default=150.0, help="--live: max drain seconds")
     p.set_defaults(func=cmd_compare)
 

@@ -24,10 +24,12 @@ def cost_mode(settings: DataplaneSettings) -> str:
 
 
 def spark_master(settings: DataplaneSettings, topo: Any) -> str:
-    """``auto``: one task slot per task a micro-batch of each query plans."""
+    """``auto``: one task slot per task a micro-batch of each query plans, each task
+    retried up to ``task_max_failures`` times (Spark's ``local[N,F]``)."""
     if settings.spark_master != "auto":
         return settings.spark_master
-    return f"local[{len(topo.operators) * settings.tasks_per_query}]"
+    slots = len(topo.operators) * settings.tasks_per_query
+    return f"local[{slots},{settings.task_max_failures}]"
 
 
 def spark_session(settings: DataplaneSettings, master: str) -> Any:
@@ -47,6 +49,7 @@ def spark_session(settings: DataplaneSettings, master: str) -> Any:
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         .config("spark.driver.memory", "1g")
+        .config("spark.task.maxFailures", str(settings.task_max_failures))
         .config("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "0.0.0.0"))
         .getOrCreate()
     )

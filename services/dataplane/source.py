@@ -127,8 +127,13 @@ class OperatorReader(DataSourceStreamReader):
                 self.max_per_task,
             )
             first = start.get(op, {})
+            # The registry only bounds what may be read: if it is lost (a Redis restart or
+            # flush) the ends read 0, and the batch must stay where the checkpoint is, never
+            # rewind and replay history.
             out[op] = {
-                str(j): capped_end(int(first.get(str(j), 0)), ends[j], cap)
+                str(j): max(
+                    int(first.get(str(j), 0)), capped_end(int(first.get(str(j), 0)), ends[j], cap)
+                )
                 for j in range(self._pool(op))
             }
         return out

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from services.ensemble.report import edge_degradation
 from shared import topology as topology_mod
 from shared import traces
 from shared.policies import make_policy
-from shared.simulator import EngineModel, SimulationResult, simulate
+from shared.run_metrics import edge_degradation
+from shared.simulator import EngineModel, Limits, SimulationResult, simulate
 
 FIGURES = (
     "saved_resources",
@@ -55,29 +55,41 @@ def arrivals_per_interval(sc: Scenario) -> np.ndarray:
     return np.concatenate([ticks, np.zeros(pad)]).reshape(-1, per).sum(axis=1)
 
 
-def simulated(sc: Scenario, spec: str, engine: EngineModel) -> tuple[dict[str, Any], list[int]]:
+def simulated(
+    sc: Scenario,
+    spec: str,
+    engine: EngineModel,
+    limits: Limits | None = None,
+    drain_s: float = 0.0,
+) -> tuple[dict[str, Any], list[int]]:
+    """The simulator's forecast of the live run: the same arrivals, t_out and drain; the
+    figures are ``run_metrics``'s, the definitions the live side uses too."""
     topo = topology_mod.load(sc.topology)
     arrivals = arrivals_per_interval(sc)
-    res: SimulationResult = simulate(topo, arrivals, make_policy(spec, topo), sc.td, engine=engine)
-    per_input = sum(topo.static_theta[n] for n in topo.sinks)
+    res: SimulationResult = simulate(
+        topo,
+        arrivals,
+        make_policy(spec, topo),
+        sc.td,
+        engine=engine,
+        limits=limits,
+        drain_intervals=int(drain_s / sc.td),
+    )
     m = res.metrics
     lat = np.asarray(res.series.latency_ms)
-    sink = np.asarray(res.series.sink_processed)
+    sink = np.asarray(res.series.completed)
     figures = {
         "saved_resources": m.saved_resources,
-        "throughput_degradation": edge_degradation(
-            list(arrivals), [x / per_input for x in res.series.sink_processed]
-        ),
-        # as live: completed at the sinks / entered (both in input events)
-        "processed_ratio": float(sink.sum() / per_input / arrivals.sum())
-        if arrivals.sum()
-        else None,
+        "throughput_degradation": m.throughput_degradation,
+        "processed_ratio": m.processed_ratio,
         "latency_ms": m.latency_ms,
         # the fluid model has one latency per interval: the p99 over intervals, by events
         "latency_ms_p99": _weighted_percentile(lat, sink, 99) if sink.sum() else None,
         "rescales": m.reconfigurations,
+        "expired": m.expired,
     }
-    return figures, [int(x) for x in res.series.total_replicas()]
+    n = res.series.replay_intervals
+    return figures, [int(x) for x in res.series.total_replicas()[:n]]
 
 
 def _weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -111,6 +123,7 @@ def live_figures(
         "latency_ms": report.get("latency_ms_mean"),
         "latency_ms_p99": report.get("latency_ms_p99"),
         "rescales": rescales,
+        "expired": report.get("expired"),
     }
     return figures, [int(x) for x in total]
 
@@ -135,6 +148,7 @@ def run(
     engine: EngineModel = DEFAULT_ENGINE,
     extra_env: dict[str, str] | None = None,
     drain_s: float = 120.0,
+    t_out_s: float | None = None,
 ) -> list[dict[str, Any]]:
     from services.ensemble import demo
 
@@ -155,7 +169,7 @@ def run(
         )
         topo = topology_mod.load(sc.topology)
         live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])
-        sim, sim_r = simulated(sc, spec, engine)
+        sim, sim_r = simulated(sc, spec, engine, Limits(t_out_s=t_out_s), drain_s)
         rows.append(
             {
                 "policy": spec,

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from shared.run_metrics import edge_degradation
 from shared.topology import Topology
 
 
@@ -111,14 +112,6 @@ def build(
         "intervals": len(stats),
     }
     return report
-
-
-def edge_degradation(inputs: list[float], outputs: list[float]) -> float | None:
-    """PA-SPS §4.1.3 at the system's edges: the mean over intervals with input of
-    |input − output| / input, output being the events completed at the sinks (in input
-    events). The sum over all operators' received and processed hid a loss inside."""
-    pairs = [(i, o) for i, o in zip(inputs, outputs, strict=False) if i > 0]
-    return float(np.mean([abs(i - o) / i for i, o in pairs])) if pairs else None
 
 
 def input_error(stats: list[dict], sent_by_interval: dict[int, int]) -> float | None:

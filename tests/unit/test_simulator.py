@@ -115,3 +115,21 @@ def test_demo_simulate_compares_every_policy_and_writes_the_plot(tmp_path, capsy
     docs = json.loads(capsys.readouterr().out)
     assert {d["policy"].split(":")[0] for d in docs} >= {"pa-sps", "static", "autoscale"}
     assert (tmp_path / "compare.png").stat().st_size > 0
+
+
+def test_cli_simulate_takes_the_papers_limits(capsys):
+    """static r = 1 on a spike trace far beyond its capacity, t_out 5 s, q_size 20,000:
+    the JSON counts what expired and what was dropped, and nothing completes that was not
+    entered."""
+    args = ["simulate", "--trace", "short-spikes", "--policy", "static", "--replicas", "1"]
+    limits = ["--peak-rate", "5000", "--t-out", "5", "--q-size", "20000", "--json"]
+    assert main([*args, *limits]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["expired"] > 0 and doc["dropped"] > 0
+    assert doc["processed_ratio"] < 0.5
+    assert doc["latency_ms"] <= 5_000 + 1_000  # nothing older than t_out completes
+
+
+def test_cli_rejects_a_non_positive_limit(capsys):
+    assert main(["simulate", "--trace", "short-spikes", "--t-out", "0", "--json"]) == 2
+    assert "--t-out must be > 0" in capsys.readouterr().err
