@@ -16,7 +16,7 @@ import uuid
 import redis
 
 from services.dataplane.apps import twitter
-from shared import embedded
+from shared import embedded, id_ledger
 from shared.envelope import Envelope
 from shared.knowledge_base import Keys
 from shared.tracked_producer import TrackedProducer
@@ -30,7 +30,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
         "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
-        "SPS_TRACK_SINK_IDS": "true",
+        "SPS_TRACK_IDS": "true",
         "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}",
         "SPS_TOPOLOGY": "twitter",
     }
@@ -54,7 +54,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
                 partition=k % 2,
             )
         p.flush()
-        while r.scard(f"{tag}:sink:ids") < 500:
+        while r.scard(id_ledger.key(tag, "store", "processed")) < 500:
             time.sleep(0.1)
         t0 = time.time()
         for k in range(n):
@@ -64,7 +64,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
                 partition=k % 2,
             )
         p.flush()
-        while r.scard(f"{tag}:sink:ids") < n + 500:
+        while r.scard(id_ledger.key(tag, "store", "processed")) < n + 500:
             time.sleep(0.05)
         elapsed = time.time() - t0
         out = {"events_per_s": round(n / elapsed)}

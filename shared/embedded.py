@@ -73,35 +73,69 @@ def kafka_broker(port: int | None = None) -> Iterator[str]:
             proc.kill()
 
 
-@contextlib.contextmanager
-def redis_server(port: int | None = None) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise PrerequisiteError("redis-server not found: apt-get install redis-server")
-    port = port or free_port()
-    if not port_free(port):
-        raise PrerequisiteError(f"port {port} is taken: free it or choose another")
-    with tempfile.TemporaryDirectory() as d:
-        proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                d,
-            ],
+class RedisServer:
+    """A local redis-server that can be restarted on the same port. With ``data_dir`` it
+    keeps an append-only file there, so a restart keeps the knowledge base (as a compose
+    volume does); without, it is memory only."""
+
+    def __init__(self, port: int | None = None, data_dir: str | None = None) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise PrerequisiteError("redis-server not found: apt-get install redis-server")
+        self.binary = binary
+        self.port = port or free_port()
+        if not port_free(self.port):
+            raise PrerequisiteError(f"port {self.port} is taken: free it or choose another")
+        self._tmp = None if data_dir else tempfile.TemporaryDirectory()
+        self.dir = data_dir or self._tmp.name  # type: ignore[union-attr]
+        self.persist = data_dir is not None
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        aof = ["--appendonly", "yes", "--appendfsync", "everysec"] if self.persist else []
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+            + (aof or ["--appendonly", "no"])
+            + ["--dir", self.dir],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        try:
-            wait_port(port)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            proc.terminate()
-            proc.wait(10)
+        wait_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()  # redis-server flushes its append-only file on SIGTERM
+            self.proc.wait(10)
+
+    def restart(self) -> None:
+        self.stop()
+        deadline = time.monotonic() + 10
+        while not port_free(self.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+@contextlib.contextmanager
+def redis_server(port: int | None = None, data_dir: str | None = None) -> Iterator[str]:
+    """Yield the URL of a running redis-server (see ``RedisServer``)."""
+    with redis_handle(port, data_dir) as server:
+        yield server.url
+
+
+@contextlib.contextmanager
+def redis_handle(port: int | None = None, data_dir: str | None = None) -> Iterator[RedisServer]:
+    server = RedisServer(port, data_dir)
+    try:
+        yield server.start()
+    finally:
+        server.close()

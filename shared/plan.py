@@ -1,16 +1,19 @@
 """The Plan step (PA-SPS Algorithm 2), shared by the simulator and the plan service.
 
-The policy's per-operator needs are bounded by each pool; if a global budget is set and
-the needs exceed it, Stela's ETP decides who gets the replicas (``shared.stela.allocate``).
+The policy's per-operator needs are bounded by each pool, then calmed by the optional
+stabiliser (``shared.stabilise``: scale-down window, maximum step); if a global budget is
+set and the needs exceed it, Stela's ETP decides who gets the replicas
+(``shared.stela.allocate``): the budget is the one hard limit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shared import stela
 from shared.policies.base import Analysis
+from shared.stabilise import Stabiliser
 from shared.topology import Topology
 
 
@@ -20,6 +23,7 @@ class Plan:
     targets: Mapping[str, int]  # active replicas per operator for t+1
     changes: Mapping[str, int]  # k_i = target - current (Algorithm 2, line 2), non-zero only
     budget_bound: bool = False
+    limited: Mapping[str, str] = field(default_factory=dict)  # operator -> rule that limited it
 
 
 def make_plan(
@@ -28,14 +32,20 @@ def make_plan(
     current: Mapping[str, int],
     td: float,
     budget: int | None = None,
+    stabiliser: Stabiliser | None = None,
 ) -> Plan:
     wanted = {
         op.name: max(op.min_replicas, min(op.max_replicas, analysis.operators[op.name].replicas))
         for op in topo.operators
     }
+    limited: dict[str, str] = {}
+    if stabiliser is not None:
+        wanted, limited = stabiliser.apply(current, wanted)
     bound = False
     if budget is not None and sum(wanted.values()) > budget:
         wanted = stela.allocate(topo, analysis.predicted_input / td, wanted, budget)
         bound = True
     changes = {n: wanted[n] - current.get(n, 0) for n in wanted if wanted[n] != current.get(n, 0)}
-    return Plan(analysis.interval, wanted, changes, bound)
+    if bound:
+        limited.update({n: "budget" for n in changes})
+    return Plan(analysis.interval, wanted, changes, bound, limited)

@@ -27,6 +27,9 @@ class ServiceSettings(BaseSettings):
     web_host: str = "127.0.0.1"
     kafka_session_timeout_s: float = Field(default=6.0, gt=0)
     topics: Topics = Field(default_factory=Topics)
+    # Record every event id at every stage (shared/id_ledger.py): the report's `lost` by
+    # id, per operator. Costs Redis memory per event: runs, tests and audits.
+    track_ids: bool = False
 
     @field_validator("redis_url")
     @classmethod
@@ -49,6 +52,10 @@ class AnalyzeSettings(ServiceSettings):
 
 class PlanSettings(ServiceSettings):
     budget: int | None = Field(default=None, ge=0)
+    # shared/stabilise.py: scale in only to the highest count asked for in this window;
+    # at most max_step replicas more or fewer per operator per plan. Both off by default.
+    scale_down_window_s: float = Field(default=0.0, ge=0)
+    max_step: int | None = Field(default=None, ge=1)
 
 
 class ExecuteSettings(ServiceSettings):
@@ -82,7 +89,6 @@ class DataplaneSettings(ServiceSettings):
     t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
     async_progress: bool = False  # Spark's asyncProgressTrackingEnabled
     one_query: bool = True  # every operator in one streaming query (False: one each)
-    track_sink_ids: bool = False  # record every id reaching a sink (tests, audits)
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
 
 

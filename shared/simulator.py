@@ -26,6 +26,7 @@ from shared.interval_stats import IntervalStats, OperatorStats
 from shared.plan import make_plan
 from shared.policies.base import Policy
 from shared.run_metrics import RunMetrics, summarise
+from shared.stabilise import Stabilisation, Stabiliser
 from shared.topology import SOURCE, Operator, Topology
 
 
@@ -167,11 +168,13 @@ def simulate(
     engine: EngineModel | None = None,
     limits: Limits | None = None,
     drain_intervals: int = 0,
+    stabilisation: Stabilisation | None = None,
 ) -> SimulationResult:
     """Run ``arrivals`` (events per interval) through ``topo``, then up to
     ``drain_intervals`` quiet intervals while events are still queued (as a live run
     drains). ``budget_at(t)`` (optional) overrides ``budget`` per interval, to replay
-    on-demand budget changes (Stela)."""
+    on-demand budget changes (Stela); ``stabilisation`` calms the plans as the plan
+    service does."""
     engine = engine or EngineModel()
     limits = limits or Limits()
     order = topo.order
@@ -185,6 +188,7 @@ def simulate(
     queues = {n: OperatorQueue() for n in order}
     s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))
     prev_prediction: float | None = None
+    stabiliser = Stabiliser(stabilisation) if stabilisation and stabilisation.enabled else None
     t = 0
     while t < len(arrivals) or (
         t < len(arrivals) + drain_intervals and any(q.size > 1e-6 for q in queues.values())
@@ -212,7 +216,7 @@ def simulate(
             IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
         )
         b = budget_at(t) if budget_at is not None else budget
-        plan = make_plan(topo, analysis, active, td, b)
+        plan = make_plan(topo, analysis, active, td, b, stabiliser)
         pending.append(dict(plan.targets))
         active = pending.popleft()
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))

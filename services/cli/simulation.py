@@ -30,6 +30,13 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--q-size", type=float, help="PA-SPS q_size: an operator queue's limit (default off)"
     )
+    p.add_argument(
+        "--scale-down-window",
+        type=float,
+        default=0.0,
+        help="seconds: scale in only to the highest count asked for within it (default off)",
+    )
+    p.add_argument("--max-step", type=int, help="at most N replicas changed per operator per plan")
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -52,6 +59,7 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
         if v is not None and v <= 0:
             raise ValueError(f"{flag} must be > 0, got {v}")
     limits = Limits(t_out_s=args.t_out, q_size=args.q_size)
+    rules = stabilisation(args)
     arrivals = trace.per_interval(args.td)
     opts = {
         "predictor": getattr(args, "predictor", None),
@@ -75,9 +83,28 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
                 budget=args.budget,
                 budget_at=budget_at,
                 limits=limits,
+                stabilisation=rules,
             )
         )
     return results
+
+
+def stabilisation(args: argparse.Namespace) -> Any:
+    """--scale-down-window (seconds) and --max-step as the plan service takes them."""
+    import math
+
+    from shared.stabilise import Stabilisation
+
+    if args.scale_down_window < 0 or (args.max_step is not None and args.max_step < 1):
+        raise ValueError("--scale-down-window must be >= 0 and --max-step >= 1")
+    return Stabilisation(math.ceil(args.scale_down_window / args.td - 1e-9), args.max_step)
+
+
+def stabilisation_env(args: argparse.Namespace) -> dict[str, str]:
+    env = {"SPS_SCALE_DOWN_WINDOW_S": str(args.scale_down_window)}
+    if args.max_step is not None:
+        env["SPS_MAX_STEP"] = str(args.max_step)
+    return env
 
 
 def _budget_schedule(text: str | None, td: float, default: int | None) -> Any:

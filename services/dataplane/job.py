@@ -92,7 +92,7 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
             .option("tasks_per_query", str(settings.tasks_per_query))
             .option("max_batch_s", str(settings.max_batch_s))
             .option("t_out_s", str(settings.t_out_s))
-            .option("track_sink_ids", "1" if settings.track_sink_ids else "0")
+            .option("track_ids", "1" if settings.track_ids else "0")
             .option("metrics_topic", settings.topics.metrics)
             .option("fixed_replicas", str(settings.fixed_replicas or ""))
             .option("deadletter_topic", settings.topics.deadletter)

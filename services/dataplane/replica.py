@@ -36,6 +36,7 @@ from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.envelope import BadEvent, Envelope, decode
 from shared.grouping import LoadAwareRouter, backlog_utilisation
+from shared.id_ledger import IdBatch
 from shared.knowledge_base import Keys
 from shared.tracked_producer import TrackedProducer, read_backlog
 
@@ -113,7 +114,7 @@ class SlotResult:
     queuing: LatencySample = field(default_factory=lambda: LatencySample(500))
     las_keys: list[int] = field(default_factory=list)
     las_times: list[float] = field(default_factory=list)
-    sink_ids: list[str] = field(default_factory=list)
+    ids: IdBatch | None = None  # the id ledger's entries, when tracking is on
     probes: list[str] = field(default_factory=list)
 
 
@@ -144,7 +145,7 @@ class GroupRun:
         self.t_out = float(o.get("t_out_s") or 0)
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
         self.topic = self.keys.topic(self.operator)
-        self.track_ids = o.get("track_sink_ids") == "1"
+        self.track_ids = o.get("track_ids") == "1"
         self.backlog = {
             s: read_backlog(self.r, self.keys, s, self.topo[s].max_replicas)
             for s in self.successors
@@ -206,9 +207,10 @@ def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[i
 
 
 def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
-    res = SlotResult(slot.replica)
+    res = SlotResult(slot.replica, ids=IdBatch(g.keys.prefix) if g.track_ids else None)
     if not msgs:
         return res
+    ids = res.ids
     ctx = Context(g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False))
     routers = {s: g.router(s, slot.replica) for s in g.successors}
     clock = Occupancy(g.cost_mode, g.op.et_s)
@@ -224,6 +226,8 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
         now = time.time()
         if g.t_out and now - (ev.adm or ev.ts) > g.t_out:
             res.expired += 1  # PA-SPS t_out: too old to be worth processing
+            if ids is not None:
+                ids.add(g.operator, "expired", ev.id)
             continue
         began = time.perf_counter()
         ctx.event_id = ev.id
@@ -236,6 +240,8 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
             # An operator's input error: the payload lacks what the operator needs.
             res.dead += 1
             _dead_letter(g, slot.replica, msg, exc)
+            if ids is not None:
+                ids.add(g.operator, "dead", ev.id)
             continue
         occupied = clock.end(began)
         res.busy += occupied
@@ -254,10 +260,12 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
                     g.keys.topic(s), body, partition=routers[s].choose(), key=msg.key()
                 )
                 res.emitted += 1
+                if ids is not None:
+                    ids.add(s, "sent", ev.id)
+        if ids is not None:
+            ids.add(g.operator, "processed", ev.id)
         if is_sink:
             res.latencies.add(1000.0 * (time.time() - ev.ts))
-            if g.track_ids:
-                res.sink_ids.append(ev.id)
     clock.settle()
     ctx.writes.execute()  # the sink's writes: one round trip per slot, not per event
     return res
@@ -306,8 +314,8 @@ def publish(g: GroupRun, results: list[SlotResult], slots: tuple[Slot, ...]) -> 
     interval = int(time.time() // g.td)
     metrics_topic = g.o.get("metrics_topic", "sps.metrics")
     for res in results:
-        if res.sink_ids:
-            pipe.sadd(f"{g.keys.prefix}:sink:ids", *res.sink_ids)
+        if res.ids is not None:
+            res.ids.write(pipe)
         if res.probes:
             pipe.rpush(g.keys.las_deltas(g.operator), *res.probes)
         pipe.hset(

@@ -35,7 +35,7 @@ class SlotGroup(InputPartition):
 class SpsKafkaSource(DataSource):
     """Options: operators (comma-separated: one query serves them all; or operator),
     topology (name or file), bootstrap, redis_url, prefix, td, max_per_task, cost_mode
-    (none, wait, cpu), t_out_s, tasks_per_query, max_batch_s, track_sink_ids.
+    (none, wait, cpu), t_out_s, tasks_per_query, max_batch_s, track_ids.
 
     Offsets are ``{operator: {partition: offset}}``. Serving every operator from one query
     makes a hop cost one micro-batch cycle of one query: four chained queries on 2 cores

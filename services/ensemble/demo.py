@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,8 @@ from services.ensemble import report as report_mod
 from services.ensemble.live_view import Feed, render
 from services.ensemble.replay import played, replay
 from services.ensemble.supervisor import up
+from shared import id_ledger, traces
 from shared import topology as topology_mod
-from shared import traces
 from shared.kafka_io import read_topic
 from shared.settings import ServiceSettings
 
@@ -44,7 +45,10 @@ def run(
     drain_s: float = 60.0,
     extra_env: dict[str, str] | None = None,
     compare_static: bool = True,
+    during: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
+    """``during(ensemble)``, if given, runs in a thread beside the replay (the fault
+    benchmark injects its fault there)."""
     topo = topology_mod.load(topology)
     trace = traces.load(trace_name)
     speedup = trace.duration_s / duration
@@ -53,7 +57,9 @@ def run(
     run_dir = run_dir or Path(f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     topics = ServiceSettings().topics
     console = Console()
-    with up(topology, run_dir, policy, predictor, tau_ms, extra_env=extra_env) as ens:
+    # every event's fate by id, per stage (shared/id_ledger.py): the report's `lost`
+    env = {"SPS_TRACK_IDS": "true", **(extra_env or {})}
+    with up(topology, run_dir, policy, predictor, tau_ms, extra_env=env) as ens:
         if live:
             for name, url in ens.urls().items():
                 console.print(f"{name:9s} {url}")
@@ -83,6 +89,8 @@ def run(
             daemon=True,
         )
         t.start()
+        if during is not None:
+            threading.Thread(target=during, args=(ens,), name="during", daemon=True).start()
         feed = Feed(ens.bootstrap, topics.stats, topics.analysis) if live else None
         try:
             if feed is not None:
@@ -114,8 +122,13 @@ def run(
         analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)
         actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
         restarts = dict(ens.restarts)
+        stages = (
+            id_ledger.stage_accounts(r, prefix, topo.order)
+            if env["SPS_TRACK_IDS"] == "true"
+            else None
+        )
     rep = report_mod.build(
-        topo, warm + result.get("sent", 0), counts, metrics, stats, analysis, actions
+        topo, warm + result.get("sent", 0), counts, metrics, stats, analysis, actions, stages
     )
     rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
     rep["peak_rate"] = peak

@@ -21,6 +21,7 @@ from shared import traces
 from shared.policies import make_policy
 from shared.run_metrics import edge_degradation
 from shared.simulator import EngineModel, Limits, SimulationResult, simulate
+from shared.stabilise import Stabilisation
 
 FIGURES = (
     "saved_resources",
@@ -61,6 +62,7 @@ def simulated(
     engine: EngineModel,
     limits: Limits | None = None,
     drain_s: float = 0.0,
+    stabilisation: Stabilisation | None = None,
 ) -> tuple[dict[str, Any], list[int]]:
     """The simulator's forecast of the live run: the same arrivals, t_out and drain; the
     figures are ``run_metrics``'s, the definitions the live side uses too."""
@@ -74,6 +76,7 @@ def simulated(
         engine=engine,
         limits=limits,
         drain_intervals=int(drain_s / sc.td),
+        stabilisation=stabilisation,
     )
     m = res.metrics
     lat = np.asarray(res.series.latency_ms)
@@ -149,6 +152,7 @@ def run(
     extra_env: dict[str, str] | None = None,
     drain_s: float = 120.0,
     t_out_s: float | None = None,
+    stabilisation: Stabilisation | None = None,
 ) -> list[dict[str, Any]]:
     from services.ensemble import demo
 
@@ -169,7 +173,7 @@ def run(
         )
         topo = topology_mod.load(sc.topology)
         live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])
-        sim, sim_r = simulated(sc, spec, engine, Limits(t_out_s=t_out_s), drain_s)
+        sim, sim_r = simulated(sc, spec, engine, Limits(t_out_s=t_out_s), drain_s, stabilisation)
         rows.append(
             {
                 "policy": spec,

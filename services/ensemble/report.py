@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from shared.id_ledger import StageAccount
 from shared.run_metrics import edge_degradation
 from shared.topology import Topology
 
@@ -45,7 +46,9 @@ def build(
     stats: list[dict],
     analysis: list[dict],
     actions: list[dict],
+    stages: list[StageAccount] | None = None,
 ) -> dict[str, Any]:
+    """``stages``: the id ledger per operator; with it ``lost`` counts ids, per stage."""
     entry = set(topo.entry_operators)
     processed = sum(m.get("processed", 0) for m in metrics if m.get("operator") in entry)
     dead_entry = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") in entry)
@@ -88,7 +91,23 @@ def build(
         "expired": int(expired_all),
         # completed: what reached the sinks, in input events (the DAG's declared fractions)
         "completed": float(at_sinks / per_input) if per_input else None,
-        "lost": int(admitted - processed - dead_entry - expired_entry),
+        # by id when the ledger ran: Σ over operators of ids sent there and never resolved
+        "lost": sum(s.lost for s in stages)
+        if stages is not None
+        else int(admitted - processed - dead_entry - expired_entry),
+        "lost_counted_by": "event id, per stage" if stages is not None else "entry counters",
+        "stages": [s.as_dict() for s in stages] if stages is not None else None,
+        # processings beyond one per id (at-least-once replays), Σ over operators
+        "duplicates": sum(
+            max(
+                0,
+                sum(m.get("processed", 0) for m in metrics if m.get("operator") == s.operator)
+                - s.processed,
+            )
+            for s in stages
+        )
+        if stages is not None
+        else None,
         "unkeyed": int(ingress_counts.get("unkeyed", 0)),
         "scale_out_actions": out_n,
         "scale_in_actions": in_n,
@@ -183,8 +202,19 @@ def print_report(report: dict[str, Any], files: list[Path]) -> None:
     t.add_column("figure")
     t.add_column("value", justify="right")
     for k, v in report.items():
-        t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
-    Console().print(t)
+        if k != "stages":
+            t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    console = Console()
+    console.print(t)
+    if report.get("stages"):
+        st = Table(title="every event by id, per operator")
+        for col in ("operator", "sent", "processed", "expired", "dead", "lost"):
+            st.add_column(col, justify="left" if col == "operator" else "right")
+        for s in report["stages"]:
+            st.add_row(
+                *(str(s[c]) for c in ("operator", "sent", "processed", "expired", "dead", "lost"))
+            )
+        console.print(st)
     for f in files:
         print(f"plot: {f}")
 

@@ -57,6 +57,7 @@ class Ensemble:
     restarts: dict[str, int] = field(default_factory=dict)
     failed: str | None = None
     stopping: threading.Event = field(default_factory=threading.Event)
+    redis_server: embedded.RedisServer | None = None  # the embedded one, if any
 
     def urls(self) -> dict[str, str]:
         return {c.name: f"http://127.0.0.1:{c.port}/metrics" for c in self.children if c.port}
@@ -195,7 +196,13 @@ def up(
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or stack.enter_context(
             embedded.kafka_broker()
         )
-        redis_url = os.environ.get("REDIS_URL") or stack.enter_context(embedded.redis_server())
+        server = None
+        if not os.environ.get("REDIS_URL"):
+            # append-only in the run folder: a redis-server restart keeps the knowledge
+            # base, the end registry and the id ledger, as compose's volume does
+            (run_dir / "redis").mkdir(exist_ok=True)
+            server = stack.enter_context(embedded.redis_handle(data_dir=str(run_dir / "redis")))
+        redis_url = os.environ.get("REDIS_URL") or server.url  # type: ignore[union-attr]
         prefix = f"run{int(time.time())}"
         env = {
             **os.environ,
@@ -218,7 +225,7 @@ def up(
         ensure_topics(bootstrap, topics.control())
         for op in topo.operators:
             ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
-        ens = Ensemble(bootstrap, redis_url, run_dir, env)
+        ens = Ensemble(bootstrap, redis_url, run_dir, env, redis_server=server)
         stack.callback(ens.stop)
         for name in SERVICES:
             ens.start(name)

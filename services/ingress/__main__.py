@@ -22,6 +22,7 @@ from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.embedded import free_port
 from shared.grouping import LoadAwareRouter, backlog_utilisation
+from shared.id_ledger import IdBatch
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.logs import configure_logging
@@ -200,6 +201,8 @@ class Ingress:
         d = self.gate.decide([m.value() for m in msgs], now)
         self.produce(d, now)
         self.out.flush()
+        if self.s.track_ids:  # delivered: each admitted id is now sent to its entry operators
+            self.record_sent(d)
         self.side.flush(10)
         self.consumer.commit(asynchronous=False)  # only after everything is delivered
         with self.arrivals_lock:
@@ -214,6 +217,15 @@ class Ingress:
         ):
             self.metrics.add(name, v)
         self.r.hset(f"{self.keys.prefix}:ingress:counts", mapping=dict(self.metrics.counts))
+
+    def record_sent(self, d: Any) -> None:
+        batch = IdBatch(self.keys.prefix)
+        for ev, _ in d.admitted:
+            for e in self.entries:
+                batch.add(e.dst, "sent", ev.id)
+        pipe = self.r.pipeline(transaction=False)
+        batch.write(pipe)
+        pipe.execute()
 
     def produce(self, d: Any, now: float) -> None:
         for ev, key in d.admitted:

@@ -11,7 +11,12 @@ from shared.settings import PlanSettings, settings_or_exit
 
 
 def build(settings: PlanSettings) -> ServiceApp:
-    planner = Planner(topology.load(settings.topology), settings.budget)
+    planner = Planner(
+        topology.load(settings.topology),
+        settings.budget,
+        settings.scale_down_window_s,
+        settings.max_step,
+    )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)
 

@@ -3,17 +3,37 @@ with the simulator through ``shared.plan.make_plan``)."""
 
 from __future__ import annotations
 
+import math
+
 from shared.contracts.analysis import AnalysisRecord
 from shared.contracts.plan import PlanRecord
 from shared.plan import make_plan
 from shared.policies.base import Analysis, OperatorDecision
+from shared.stabilise import Stabilisation, Stabiliser
 from shared.topology import Topology
 
 
 class Planner:
-    def __init__(self, topology: Topology, budget: int | None = None) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        budget: int | None = None,
+        scale_down_window_s: float = 0.0,
+        max_step: int | None = None,
+    ) -> None:
         self.topology = topology
         self.budget = budget
+        self.scale_down_window_s = scale_down_window_s
+        self.max_step = max_step
+        self._stabiliser: Stabiliser | None = None
+
+    def stabiliser(self, td: float) -> Stabiliser | None:
+        """Built at the first analysis: the window in intervals needs td."""
+        if self._stabiliser is None:
+            window = math.ceil(self.scale_down_window_s / td - 1e-9)
+            rules = Stabilisation(window, self.max_step)
+            self._stabiliser = Stabiliser(rules) if rules.enabled else None
+        return self._stabiliser
 
     def plan(self, rec: AnalysisRecord) -> PlanRecord:
         missing = set(self.topology.names) - set(rec.operators)
@@ -25,12 +45,15 @@ class Planner:
             {n: OperatorDecision(o.replicas, o.predicted_load) for n, o in rec.operators.items()},
         )
         current = {n: o.current for n, o in rec.operators.items()}
-        p = make_plan(self.topology, analysis, current, rec.td, self.budget)
+        p = make_plan(
+            self.topology, analysis, current, rec.td, self.budget, self.stabiliser(rec.td)
+        )
         return PlanRecord(
             plan_id=f"interval-{rec.interval}",
             interval=rec.interval,
             targets=dict(p.targets),
             changes=dict(p.changes),
             budget_bound=p.budget_bound,
+            limited=dict(p.limited),
             closed_at=rec.closed_at,
         )

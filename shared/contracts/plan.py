@@ -18,6 +18,7 @@ class PlanRecord(Record):
     targets: dict[str, int]
     changes: dict[str, int] = Field(default_factory=dict)
     budget_bound: bool = False
+    limited: dict[str, str] = Field(default_factory=dict)  # operator -> rule that limited it
     closed_at: float  # when the interval behind this plan closed (for plan latency)
 
 

@@ -13,12 +13,16 @@ import pytest
 import redis
 
 from services.dataplane.apps import twitter
+from shared import id_ledger
 from shared.envelope import Envelope
 from shared.kafka_io import read_topic as read_all
 from shared.knowledge_base import Keys
 from shared.tracked_producer import TrackedProducer
 
 pytestmark = pytest.mark.integration
+
+
+DOWNSTREAM = ("classify_content", "classify_author", "store")
 
 
 def _wait_for_batch(r: redis.Redis, log: str, active: int, proc, tmp_path) -> None:
@@ -44,7 +48,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
         "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
-        "SPS_TRACK_SINK_IDS": "true",
+        "SPS_TRACK_IDS": "true",
         "SPS_TOPOLOGY": "twitter",
         "SPS_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
         **topics,
@@ -84,12 +88,19 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
             # classify_content has been planned with this step's active count.
             _wait_for_batch(r, f"{tag}:dp:classify_content:batches", active, proc, tmp_path)
         deadline = time.monotonic() + 180
-        while r.scard(f"{keys.prefix}:sink:ids") < n and time.monotonic() < deadline:
+        at_sink = id_ledger.key(keys.prefix, "store", "processed")
+        while r.scard(at_sink) < n and time.monotonic() < deadline:
             assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
             time.sleep(0.5)
-        ids = {x.decode() for x in r.smembers(f"{keys.prefix}:sink:ids")}
+        ids = id_ledger.completed_ids(r, keys.prefix, ["store"])
         missing = {f"{tag}-{k}" for k in range(n)} - ids
         assert not missing, f"{len(missing)} events never reached the sink"
+        # by id, per stage: what each operator was sent it processed (nothing expires, the
+        # broken records never got an id), so a loss between two operators would show
+        accounts = id_ledger.stage_accounts(r, keys.prefix, ["parse", *DOWNSTREAM])
+        assert accounts[0].processed == n
+        for a in accounts[1:]:
+            assert (a.sent, a.processed, a.lost, a.expired, a.dead) == (n, n, 0, 0, 0), a
         batches = [json.loads(b) for b in r.lrange(f"{tag}:dp:classify_content:batches", 0, -1)]
         # every micro-batch served exactly the active replicas' slots (plus drains of
         # inactive slots that still held events), packed into at most one Spark task

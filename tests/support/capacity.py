@@ -18,6 +18,7 @@ from pathlib import Path
 
 import redis
 
+from shared import id_ledger
 from shared.envelope import Envelope
 from shared.knowledge_base import Keys
 from shared.tracked_producer import TrackedProducer
@@ -51,7 +52,7 @@ class CapacityRig:
         n = max(1, int(replicas * seconds * 1000 / self.et_ms))
         tag = uuid.uuid4().hex[:6]
         producer = TrackedProducer(self.bootstrap, self.redis, self.keys)
-        before = self.redis.scard(f"{self.keys.prefix}:sink:ids")
+        before = self.redis.scard(id_ledger.key(self.keys.prefix, OPERATOR, "processed"))
         self.redis.set(self.keys.active(OPERATOR), replicas)
         # the ingress spreads over the active replicas; so does this feeder
         t0 = time.monotonic()
@@ -60,7 +61,7 @@ class CapacityRig:
             producer.produce(self.keys.topic(OPERATOR), body, partition=k % replicas)
         producer.flush()
         deadline = t0 + deadline_s
-        while self.redis.scard(f"{self.keys.prefix}:sink:ids") < before + n:
+        while self.redis.scard(id_ledger.key(self.keys.prefix, OPERATOR, "processed")) < before + n:
             assert self.proc.alive(), self.proc.log.read_text()[-3000:]
             assert time.monotonic() < deadline, f"{replicas} replicas: not done in {deadline_s}s"
             time.sleep(0.05)
@@ -77,7 +78,7 @@ def capacity_rig(
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": prefix,
         "SPS_TOPOLOGY": str(topology_file(folder, et_ms, pool)),
-        "SPS_TRACK_SINK_IDS": "true",
+        "SPS_TRACK_IDS": "true",
         "SPS_COST_MODE": "wait",
         "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
     }

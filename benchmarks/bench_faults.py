@@ -1,0 +1,181 @@
+"""Faults injected into the running embedded ensemble, one per run, and what each cost.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_faults.py [--faults kill:monitor,redis]
+     [--duration 40] [--at 15] [--json]
+
+Each run replays the same trace through a fresh ensemble (id ledger on) and, ``--at``
+seconds into the replay, injects one fault:
+
+* ``kill:<service>``: ``kill -9`` of ingress, monitor, analyze, plan, execute, or the
+  dataplane (the Spark driver: its JVM and workers die with it);
+* ``redis``: redis-server stopped and started again on its port (append-only file kept);
+* ``malformed``: for the rest of the replay, 1 % of the events sent again as malformed
+  records onto every topic: the ingress, each operator topic, and the control topics.
+
+Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
+expired, dead-lettered, lost (by id, per stage: ``shared/id_ledger.py``), duplicates
+(processings beyond one per id), the restarts the supervisor made, and ``recovered_s``:
+seconds from the fault until the sinks complete, over 3 intervals, at least 90 % of the
+input of those intervals (``None``: not within the run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from confluent_kafka import Producer
+
+from services.ensemble import demo
+from shared.knowledge_base import Keys
+from shared.settings import ServiceSettings
+from shared.topology import Topology
+from shared.tracked_producer import TrackedProducer
+
+SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
+DEFAULT_FAULTS = [*(f"kill:{s}" for s in SERVICES), "redis", "malformed"]
+
+
+def inject(fault: str, ens: Any, at_s: float, stop: threading.Event, log: dict) -> None:
+    """Wait ``at_s``, then break the ensemble as ``fault`` says; ``log`` gets the time."""
+    if stop.wait(at_s):
+        return
+    log["at"] = time.time()
+    if fault.startswith("kill:"):
+        child = next(c for c in ens.children if c.name == fault.split(":", 1)[1])
+        os.kill(child.proc.pid, signal.SIGKILL)
+    elif fault == "redis":
+        ens.redis_server.restart()
+    elif fault == "malformed":
+        log["malformed"] = send_malformed(ens, stop)
+    else:
+        raise ValueError(f"unknown fault {fault!r}")
+
+
+def send_malformed(ens: Any, stop: threading.Event) -> int:
+    """1 % of the ingress's admitted events, once a second, as broken records onto every
+    topic (operator topics through the end registry, so the dataplane reads them)."""
+    import redis
+
+    r = redis.Redis.from_url(ens.redis_url)
+    keys = Keys(ens.env["SPS_KEY_PREFIX"])
+    topo = _topology(ens)
+    topics = ServiceSettings().topics
+    control = [topics.ingress, topics.metrics, topics.stats, topics.analysis, topics.plans]
+    plain = Producer({"bootstrap.servers": ens.bootstrap})
+    tracked = TrackedProducer(ens.bootstrap, r, keys)
+    sent, seen = 0, 0.0
+    while not stop.wait(1.0):
+        admitted = float(r.hget(f"{keys.prefix}:ingress:counts", "received") or 0)
+        owed = int((admitted - seen) * 0.01)
+        if owed <= 0:
+            continue
+        seen = admitted
+        for k in range(owed):
+            for topic in control:
+                plain.produce(topic, b"{malformed " + str(k).encode())
+            for op in topo.operators:
+                tracked.produce(keys.topic(op.name), b"{malformed", partition=k % op.min_replicas)
+            sent += 1
+        plain.flush(10)
+        tracked.flush()
+    return sent
+
+
+def _topology(ens: Any) -> Topology:
+    from shared import topology
+
+    return topology.load(ens.env["SPS_TOPOLOGY"])
+
+
+def recovered_s(stats: list[dict], topo: Topology, fault_at: float | None) -> float | None:
+    """From the fault to the first 3 intervals whose sink completions reach 90 % of
+    their input."""
+    if fault_at is None:
+        return None
+    per_input = sum(topo.static_theta[n] for n in topo.sinks)
+    rows = sorted(stats, key=lambda s: s["interval"])
+    td = rows[0]["td"] if rows else 1.0
+    start = int(fault_at // td)
+    after = [s for s in rows if s["interval"] >= start]
+    for k in range(len(after) - 2):
+        window = after[k : k + 3]
+        inp = sum(s["input_events"] for s in window)
+        out = sum(sum(s["operators"][n]["processed"] for n in topo.sinks) for s in window)
+        if inp > 0 and out / per_input >= 0.9 * inp:
+            return max(0.0, window[0]["interval"] * td - fault_at)
+    return None
+
+
+def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    stop, log = threading.Event(), {}
+    res = demo.run(
+        topology=args.topology,
+        trace_name=args.trace,
+        duration=args.duration,
+        peak_rate=args.peak_rate,
+        run_dir=out / fault.replace(":", "-"),
+        live=False,
+        drain_s=args.drain,
+        compare_static=False,
+        during=lambda ens: inject(fault, ens, args.at, stop, log),
+    )
+    stop.set()
+    rep = res["report"]
+    from shared import topology
+
+    topo = topology.load(args.topology)
+    stages = rep.get("stages") or []
+    return {
+        "fault": fault,
+        "sent": rep["sent"],
+        "completed": rep.get("completed"),
+        "shed": rep["shed"],
+        "expired": rep["expired"],
+        "dead_lettered": rep["dead_lettered"],
+        "lost": rep["lost"],
+        "lost_by_stage": {s["operator"]: s["lost"] for s in stages},
+        "duplicates": rep.get("duplicates"),
+        "malformed_sent": log.get("malformed"),
+        "restarts": rep.get("restarts"),
+        "recovered_s": recovered_s(res["stats"], topo, log.get("at")),
+        "latency_ms_mean": rep.get("latency_ms_mean"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--faults", default=",".join(DEFAULT_FAULTS))
+    ap.add_argument("--topology", default="twitter_remote")
+    ap.add_argument("--trace", default="short-spikes")
+    ap.add_argument("--duration", type=float, default=40.0)
+    ap.add_argument("--peak-rate", type=float, default=320.0)
+    ap.add_argument("--at", type=float, default=15.0, help="seconds into the replay")
+    ap.add_argument("--drain", type=float, default=150.0)
+    ap.add_argument("--out", default=f"runs/faults-{time.strftime('%Y%m%d-%H%M%S')}")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    out = Path(args.out)
+    rows = []
+    for fault in [f.strip() for f in args.faults.split(",") if f.strip()]:
+        row = run_fault(fault, args, out)
+        rows.append(row)
+        if not args.json:
+            print(json.dumps(row), flush=True)
+    (out / "faults.json").write_text(json.dumps(rows, indent=1))
+    if args.json:
+        print(json.dumps(rows))
+    lost = np.array([r["lost"] for r in rows])
+    if not args.json:
+        print(f"faults: {len(rows)}, lost in total: {int(lost.sum())}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The id ledger against a real redis-server: a loss between two operators shows by id,
+and a replayed duplicate cannot hide it."""
+
+import pytest
+
+from shared import id_ledger
+from shared.id_ledger import IdBatch
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_loss_between_two_operators_shows_and_a_duplicate_hides_nothing(redis_client):
+    """Five events enter a → b. a processes all five and sends them to b; b processes
+    e1, e2 (e2 twice: a replay), expires e3, dead-letters e4 and never sees e5. The
+    counters at b would read 3 processed + 1 expired + 1 dead = 5 = sent; by id, e5 is
+    lost at b and nowhere else."""
+    ingress, a, b = IdBatch("run1"), IdBatch("run1"), IdBatch("run1")
+    for k in range(1, 6):
+        ingress.add("a", "sent", f"e{k}")
+        a.add("a", "processed", f"e{k}")
+        a.add("b", "sent", f"e{k}")
+    for eid in ("e1", "e2", "e2"):
+        b.add("b", "processed", eid)
+    b.add("b", "expired", "e3")
+    b.add("b", "dead", "e4")
+    pipe = redis_client.pipeline(transaction=False)
+    for batch in (ingress, a, b):
+        batch.write(pipe)
+    pipe.execute()
+    acc_a, acc_b = id_ledger.stage_accounts(redis_client, "run1", ["a", "b"])
+    assert (acc_a.sent, acc_a.processed, acc_a.lost) == (5, 5, 0)
+    assert (acc_b.sent, acc_b.processed, acc_b.expired, acc_b.dead, acc_b.lost) == (5, 2, 1, 1, 1)
+    assert id_ledger.completed_ids(redis_client, "run1", ["b"]) == {"e1", "e2"}
+    # the sets expire with the run, and another run's prefix sees none of them
+    assert 0 < redis_client.ttl(id_ledger.key("run1", "b", "sent")) <= id_ledger.TTL_S
+    assert id_ledger.stage_accounts(redis_client, "run2", ["b"])[0].sent == 0
