@@ -81,6 +81,15 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
     return out
 
 
+def completed_count(redis: Any, prefix: str, sinks: Iterable[str]) -> int:
+    """How many distinct ids reached a sink, counted in Redis."""
+    tmp = f"{prefix}:ids:completed"
+    pipe = redis.pipeline(transaction=False)
+    pipe.sunionstore(tmp, [key(prefix, s, "processed") for s in sinks])
+    pipe.delete(tmp)
+    return int(pipe.execute()[0])
+
+
 def completed_ids(redis: Any, prefix: str, sinks: Iterable[str]) -> set[str]:
     """Distinct ids that reached a sink (completed however often they were replayed)."""
     keys = [key(prefix, s, "processed") for s in sinks]

@@ -13,9 +13,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 
-def redis_client(url: str, timeout_s: float = 5.0, retries: int = 5) -> Any:
-    """A client that retries ``retries`` times (backoff 0.1 s doubling to 2 s) and then
-    raises: the caller's supervisor restarts a service whose Redis stays away."""
+def redis_client(url: str, timeout_s: float = 5.0, retries: int = 8) -> Any:
+    """A client that retries ``retries`` times (backoff 0.2 s doubling to 2 s: about 11 s
+    in all, enough for a redis-server restart) and then raises: the caller's supervisor
+    restarts a service whose Redis stays away."""
     return redis.Redis.from_url(
         url,
         socket_timeout=timeout_s,

@@ -122,13 +122,19 @@ def run(
         analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)
         actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
         restarts = dict(ens.restarts)
-        stages = (
-            id_ledger.stage_accounts(r, prefix, topo.order)
-            if env["SPS_TRACK_IDS"] == "true"
-            else None
-        )
+        tracked = env["SPS_TRACK_IDS"] == "true"
+        stages = id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None
+        completed = id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None
     rep = report_mod.build(
-        topo, warm + result.get("sent", 0), counts, metrics, stats, analysis, actions, stages
+        topo,
+        warm + result.get("sent", 0),
+        counts,
+        metrics,
+        stats,
+        analysis,
+        actions,
+        stages,
+        completed,
     )
     rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
     rep["peak_rate"] = peak

@@ -47,8 +47,11 @@ def build(
     analysis: list[dict],
     actions: list[dict],
     stages: list[StageAccount] | None = None,
+    completed_ids: int | None = None,
 ) -> dict[str, Any]:
-    """``stages``: the id ledger per operator; with it ``lost`` counts ids, per stage."""
+    """``stages``: the id ledger per operator; with it ``lost`` counts ids, per stage, and
+    ``completed_ids`` (distinct ids at the sinks) is what completed, however often an
+    event was replayed."""
     entry = set(topo.entry_operators)
     processed = sum(m.get("processed", 0) for m in metrics if m.get("operator") in entry)
     dead_entry = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") in entry)
@@ -58,6 +61,8 @@ def build(
     sinks = set(topo.sinks)
     at_sinks = sum(m.get("processed", 0) for m in metrics if m.get("operator") in sinks)
     per_input = sum(topo.static_theta[n] for n in sinks)  # sink events one input makes
+    if completed_ids is not None:  # distinct ids: a replayed duplicate completes once
+        at_sinks = completed_ids * per_input
     admitted = int(ingress_counts.get("admitted", 0))
     shed = int(ingress_counts.get("shed", 0))
     ingress_dead = int(ingress_counts.get("dead_lettered", 0))

@@ -43,6 +43,13 @@ def test_every_event_is_accounted_for(spike_run):
     assert spike_run["sent"] == spike_run["admitted"] + spike_run["shed"]
     assert spike_run["lost"] == 0
     assert spike_run["processed"] == spike_run["admitted"]
+    # by id, at every operator: everything sent there was processed there (no t_out)
+    assert spike_run["lost_counted_by"] == "event id, per stage"
+    stages = {s["operator"]: s for s in spike_run["stages"]}
+    assert list(stages) == ["parse", "classify_content", "classify_author", "store"]
+    for s in stages.values():
+        assert s["sent"] == s["processed"] == spike_run["admitted"], s
+        assert s["lost"] == 0
 
 
 def test_shedding_under_overload_accounts_for_every_event(tmp_path):
