@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -12,10 +14,12 @@ import faust
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from shared.contracts.action import DeadLetter
-from shared.contracts.base import R, decode, encode
+from shared.contracts.base import ContractError, R, decode, encode
 from shared.embedded import free_port
 from shared.knowledge_base import Keys
 from shared.settings import ServiceSettings
+
+log = logging.getLogger("sps.service")
 
 
 class ServiceMetrics:
@@ -34,6 +38,14 @@ class ServiceMetrics:
         )
         self.last_record_at = 0.0
         self.service = service
+
+
+def crash(service: str, topic: str, event: Any) -> None:
+    """A faust agent that raises stops consuming while its worker stays up (a service that
+    looks alive and does nothing); a hard exit after the log is what gets it restarted."""
+    log.exception("%s: a bug handling a record of %s (not bad input): exiting", service, topic)
+    logging.shutdown()
+    os._exit(70)  # EX_SOFTWARE
 
 
 class ServiceApp:
@@ -89,8 +101,11 @@ class ServiceApp:
         self, topic_name: str, model: type[R], handle: Callable[[R], Awaitable[None]]
     ) -> None:
         """An agent on ``topic_name``: each record is decoded to ``model`` and handed to
-        ``handle``; what does not decode, or what ``handle`` refuses with a ValueError,
-        goes to the dead-letter topic with the reason, and the stream goes on."""
+        ``handle``; what does not decode, or what ``handle`` refuses as not fitting its
+        contract (``ContractError``), goes to the dead-letter topic with the reason, and
+        the stream goes on. Anything else is a bug, never bad input: it is logged with the
+        record and the process exits, so the supervisor (or compose) restarts it and the
+        uncommitted record is read again."""
 
         @self.app.agent(self.topic(topic_name), name=f"sps-{self.name}-{topic_name}")
         async def agent(stream: Any) -> None:
@@ -98,8 +113,10 @@ class ServiceApp:
                 self.consumed(topic_name)
                 try:
                     await handle(decode(event.value, model))
-                except ValueError as exc:  # ContractError is one
+                except ContractError as exc:
                     await self.dead_letter(event, str(exc))
+                except Exception:
+                    crash(self.name, topic_name, event)
 
     def topic(self, name: str) -> Any:
         return self.app.topic(name, value_type=bytes, key_type=bytes, value_serializer="raw")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shared.contracts.analysis import AnalysisRecord, OperatorNeed
+from shared.contracts.base import ContractError
 from shared.contracts.stats import StatsRecord
 from shared.policies import Policy, make_policy
 from shared.topology import Topology
@@ -27,7 +28,9 @@ class Analyzer:
     def offer(self, rec: StatsRecord) -> list[AnalysisRecord]:
         missing = set(self.topology.names) - set(rec.operators)
         if missing:
-            raise ValueError(f"stats for interval {rec.interval} lack operators {sorted(missing)}")
+            raise ContractError(
+                f"stats for interval {rec.interval} lack operators {sorted(missing)}"
+            )
         if self.last_interval is not None and rec.interval <= self.last_interval:
             return []
         self._held[rec.interval] = rec

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from shared import stela
 from shared.contracts.action import ActionRecord
+from shared.contracts.base import ContractError
 from shared.contracts.plan import PlanRecord, RescaleRequest
 from shared.knowledge_base import Keys
 from shared.topology import Topology
@@ -66,7 +67,7 @@ class Executor:
         names = [n for n in self.topology.names if n in plan.targets]
         unknown = set(plan.targets) - set(self.topology.names)
         if unknown:
-            raise ValueError(f"plan {plan.plan_id} names unknown operators {sorted(unknown)}")
+            raise ContractError(f"plan {plan.plan_id} names unknown operators {sorted(unknown)}")
         bounded = {}
         for n in names:
             op = self.topology[n]
@@ -99,7 +100,7 @@ class Executor:
         targets = dict(current)
         if req.operator is not None:
             if req.operator not in current:
-                raise ValueError(f"unknown operator {req.operator!r}")
+                raise ContractError(f"unknown operator {req.operator!r}")
             base = current[req.operator]
             n = (
                 req.replicas

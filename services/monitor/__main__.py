@@ -5,7 +5,7 @@ from __future__ import annotations
 from services.monitor.core import IntervalAggregator
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
-from shared.contracts.base import encode
+from shared.contracts.base import ContractError, encode
 from shared.contracts.metrics import OperatorCounters
 from shared.knowledge_base import Keys
 from shared.redis_client import redis_client
@@ -31,7 +31,7 @@ def build(settings: MonitorSettings) -> ServiceApp:
 
     async def collect(rec: OperatorCounters) -> None:
         if not agg.add(rec):
-            raise ValueError(f"unknown operator {rec.operator!r}")
+            raise ContractError(f"unknown operator {rec.operator!r}")
         await flush()
 
     svc.consume(settings.topics.metrics, OperatorCounters, collect)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from shared.contracts.analysis import AnalysisRecord
+from shared.contracts.base import ContractError
 from shared.contracts.plan import PlanRecord
 from shared.plan import make_plan
 from shared.policies.base import Analysis, OperatorDecision
@@ -38,7 +39,7 @@ class Planner:
     def plan(self, rec: AnalysisRecord) -> PlanRecord:
         missing = set(self.topology.names) - set(rec.operators)
         if missing:
-            raise ValueError(f"analysis {rec.interval} lacks operators {sorted(missing)}")
+            raise ContractError(f"analysis {rec.interval} lacks operators {sorted(missing)}")
         analysis = Analysis(
             rec.interval,
             rec.predicted_input,

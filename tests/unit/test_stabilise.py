@@ -73,3 +73,21 @@ def test_the_simulator_runs_the_same_rules():
     )
     assert calm.metrics.replica_changes < free.metrics.replica_changes
     assert calm.metrics.processed_ratio >= free.metrics.processed_ratio - 1e-9
+
+
+def test_an_analysis_that_misses_operators_is_bad_input_not_a_bug():
+    """The plan service dead-letters a ContractError; any other exception crashes it."""
+    from shared.contracts.base import ContractError
+
+    topo = topology.load("twitter")
+    rec = AnalysisRecord(
+        interval=0,
+        td=1.0,
+        policy="pa-sps:basic",
+        observed_input=0.0,
+        predicted_input=0.0,
+        operators={"parse": {"replicas": 1, "predicted_load": 0.0, "current": 1}},
+        closed_at=0.0,
+    )
+    with pytest.raises(ContractError, match="lacks operators"):
+        Planner(topo).plan(rec)
