@@ -48,6 +48,31 @@ def crash(service: str, topic: str, event: Any) -> None:
     os._exit(70)  # EX_SOFTWARE
 
 
+SHUTDOWN_GRACE_S = 5.0
+
+
+def _arm_sigterm_watchdog(service: str) -> None:
+    """faust's graceful stop waits on its broker (consumer leave, producer flush) and hangs
+    when the broker is gone; compose and ``up`` expect a service to be gone within
+    seconds of SIGTERM. So SIGTERM starts a watchdog that exits after a grace period, then
+    asks faust for its own graceful stop (SIGINT). Replaces faust's SIGTERM handler on the
+    running loop, hence called from a task once the worker runs."""
+    import asyncio
+    import signal
+    import threading
+
+    def on_sigterm() -> None:
+        def expire() -> None:
+            time.sleep(SHUTDOWN_GRACE_S)
+            log.warning("%s: not stopped %.0f s after SIGTERM: exiting", service, SHUTDOWN_GRACE_S)
+            os._exit(0)
+
+        threading.Thread(target=expire, name="sigterm-watchdog", daemon=True).start()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+
+
 class ServiceApp:
     """A faust app with the service's ops pages and a dead-letter sink."""
 
@@ -86,6 +111,10 @@ class ServiceApp:
         self._health = health or (lambda: {})
         self.deadletter_topic = self.topic(settings.topics.deadletter)
         app = self.app
+
+        @app.task
+        async def exit_promptly_on_sigterm() -> None:
+            _arm_sigterm_watchdog(name)
 
         @app.page("/metrics")
         async def metrics_page(web: Any, request: Any) -> Any:

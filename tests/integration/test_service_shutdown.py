@@ -1,0 +1,44 @@
+"""A service exits within seconds of SIGTERM even when its broker is gone (compose's
+`docker stop` and `elastic-sps up` expect it), and right away when the broker is there."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from shared import embedded
+from tests.support.processes import ServiceProcess
+
+pytestmark = pytest.mark.integration
+
+
+def _exit_time(proc: ServiceProcess, deadline_s: float) -> float:
+    t0 = time.monotonic()
+    assert proc.proc is not None
+    proc.proc.send_signal(signal.SIGTERM)
+    try:
+        proc.proc.wait(deadline_s)
+    except Exception:
+        proc.stop(signal.SIGKILL)
+        raise AssertionError(f"{proc.name} still running {deadline_s} s after SIGTERM") from None
+    took = time.monotonic() - t0
+    print(proc.name, "exited", round(took, 1), "s after SIGTERM")
+    return took
+
+
+@pytest.mark.parametrize("name", ["monitor", "execute"])
+@pytest.mark.parametrize("broker_gone", [False, True])
+def test_a_service_exits_soon_after_sigterm(redis_url, broker_gone, name):
+    with embedded.kafka_broker() as bootstrap:
+        env = {"SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SPS_REDIS_URL": redis_url}
+        svc = ServiceProcess(name, env).start()
+        svc.wait_healthy(120)
+        if not broker_gone:
+            # the watchdog exits 5 s after SIGTERM at the latest; 15 s leaves room
+            assert _exit_time(svc, 30) < 15
+            return
+    # the broker's context has ended: it is gone
+    assert svc.alive()
+    assert _exit_time(svc, 30) < 15
