@@ -138,10 +138,24 @@ def gap(live: dict[str, Any], sim: dict[str, Any], live_r: list[int], sim_r: lis
         out[k] = None if a is None or b is None else a - b
     a, b = live.get("latency_ms"), sim.get("latency_ms")
     out["latency_ratio"] = a / b if a and b else None
-    n = min(len(live_r), len(sim_r))
-    ok = n > 2 and np.std(live_r[:n]) > 0 and np.std(sim_r[:n]) > 0
-    out["replicas_correlation"] = float(np.corrcoef(live_r[:n], sim_r[:n])[0, 1]) if ok else None
+    out["replicas_correlation"] = _correlation(live_r, sim_r)
+    # How far the live series trails the forecast: the shift (whole intervals) that
+    # correlates best, which is what EngineModel.plan_delay calibrates.
+    shifted = {k: _correlation(live_r[k:], sim_r) for k in range(0, 8)}
+    best = max(
+        (k for k in shifted if shifted[k] is not None),
+        key=lambda k: shifted[k] or 0.0,
+        default=None,
+    )
+    out["replicas_best_lag"] = best
+    out["replicas_correlation_at_best_lag"] = shifted[best] if best is not None else None
     return out
+
+
+def _correlation(a: list[int], b: list[int]) -> float | None:
+    n = min(len(a), len(b))
+    ok = n > 2 and np.std(a[:n]) > 0 and np.std(b[:n]) > 0
+    return float(np.corrcoef(a[:n], b[:n])[0, 1]) if ok else None
 
 
 def run(
@@ -236,6 +250,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for k in FIGURES:
         t.add_column(k.replace("_", " "), justify="right")
     t.add_column("replica corr.", justify="right")
+    t.add_column("best lag (corr.)", justify="right")
 
     def cell(v: Any) -> str:
         return "-" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
@@ -245,5 +260,6 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             r["policy"],
             *[f"{cell(r['live'][k])} | {cell(r['simulated'][k])}" for k in FIGURES],
             cell(r["gap"]["replicas_correlation"]),
+            f"{cell(r['gap']['replicas_best_lag'])} ({cell(r['gap']['replicas_correlation_at_best_lag'])})",
         )
     Console().print(t)

@@ -57,6 +57,17 @@ def test_gap_reports_differences_latency_ratio_and_replica_correlation():
     assert g["replicas_correlation"] == pytest.approx(np.corrcoef([4, 6, 8, 6], [4, 5, 8, 7])[0, 1])
 
 
+def test_gap_finds_how_many_intervals_the_live_series_trails_the_forecast():
+    """The live series is the forecast two intervals late: shifted back by 2 it matches
+    exactly (correlation 1), unshifted it does not."""
+    sim = [4, 4, 8, 12, 8, 4, 4, 4, 10, 4, 4, 4]
+    live = [4, 4, *sim[:-2]]
+    g = gap({}, {}, live, sim)
+    assert g["replicas_best_lag"] == 2
+    assert g["replicas_correlation_at_best_lag"] == pytest.approx(1.0)
+    assert g["replicas_correlation"] < 0.5
+
+
 def test_live_figures_cover_the_replay_intervals_only():
     """Warm-up (interval 1) and drain (interval 5) are outside the replay's 2..4. twitter:
     pool 32; active totals 4, 8, 16 -> saved 1 - (28 / 3) / 32 = 0.708; a rescale is an
