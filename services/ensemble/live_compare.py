@@ -260,6 +260,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             r["policy"],
             *[f"{cell(r['live'][k])} | {cell(r['simulated'][k])}" for k in FIGURES],
             cell(r["gap"]["replicas_correlation"]),
-            f"{cell(r['gap']['replicas_best_lag'])} ({cell(r['gap']['replicas_correlation_at_best_lag'])})",
+            "{} ({})".format(
+                cell(r["gap"]["replicas_best_lag"]),
+                cell(r["gap"]["replicas_correlation_at_best_lag"]),
+            ),
         )
     Console().print(t)
