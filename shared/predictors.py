@@ -2,6 +2,15 @@
 
 Each keeps a sliding window of the last ``window`` samples (100 in the paper). A new
 predictor is one subclass implementing ``_forecast``. Every prediction is finite and >= 0.
+
+``lr``, ``fft``, ``ann`` and ``rf`` are set up as the PA-SPS authors' code does
+(github.com/dwladdimiroc/adaptive-sps-storm, tag ``pa-sps``, ``py/*.py``): each model is
+regressed on the *time index* of the last window (no lags) and fitted again at every
+analysis, never on fewer than ``MIN_FIT`` samples (the last sample stands in until
+then): ``LinearRegression()``, ``MLPRegressor(random_state=1, max_iter=1000)``,
+``RandomForestRegressor()``, Darts ``FFT(trend="poly")``. ``ann-lag`` and ``rf-lag`` are
+the earlier variants on the last 10 lagged values, kept because they extrapolate spikes
+differently.
 """
 
 from __future__ import annotations
@@ -12,6 +21,8 @@ from collections import deque
 from typing import Any, ClassVar
 
 import numpy as np
+
+MIN_FIT = 10  # samples a model is fitted on at the least
 
 
 class Predictor(ABC):
@@ -53,12 +64,15 @@ class Basic(Predictor):
 
 
 class LinearRegression(Predictor):
-    """Least-squares line through the window, evaluated one step ahead."""
+    """Least-squares line through the window against the time index, evaluated one step
+    ahead: scikit-learn's ``LinearRegression`` on one feature, in closed form."""
 
     name = "lr"
 
     def _forecast(self, y: np.ndarray) -> float:
         n = len(y)
+        if n < MIN_FIT:
+            return float(y[-1])
         x = np.arange(n, dtype=float)
         xm, ym = x.mean(), y.mean()
         sxx = float(((x - xm) ** 2).sum())
@@ -70,19 +84,21 @@ class FFT(Predictor):
     """The Darts FFT forecaster: remove a polynomial trend, keep the strongest frequencies,
     extend the inverse transform periodically and add the trend back.
 
-    Darts' defaults are ``nr_freqs_to_keep=10`` and no trend; we detrend with a degree-1
-    polynomial by default because traffic traces drift, which Darts offers as ``trend="poly"``.
+    The authors use Darts' ``FFT(trend="poly")``: ``nr_freqs_to_keep=10`` and a
+    polynomial trend of Darts' default degree, 3.
     """
 
     name = "fft"
 
-    def __init__(self, window: int = 100, nr_freqs_to_keep: int = 10, trend_degree: int = 1):
+    def __init__(self, window: int = 100, nr_freqs_to_keep: int = 10, trend_degree: int = 3):
         super().__init__(window)
         self.nr_freqs_to_keep = nr_freqs_to_keep
         self.trend_degree = trend_degree
 
     def _forecast(self, y: np.ndarray) -> float:
         n = len(y)
+        if n < MIN_FIT:
+            return float(y[-1])
         x = np.arange(n, dtype=float)
         if self.trend_degree > 0:
             coefs = np.polyfit(x, y, self.trend_degree)
@@ -137,10 +153,10 @@ class _LaggedRegressor(Predictor):
         return float(self._model.predict(last)[0]) * self._scale
 
 
-class ANN(_LaggedRegressor):
-    """scikit-learn ``MLPRegressor`` with its defaults (PA-SPS §3.2, footnote 3)."""
+class LaggedANN(_LaggedRegressor):
+    """scikit-learn ``MLPRegressor`` on the last 10 lagged values (scaled)."""
 
-    name = "ann"
+    name = "ann-lag"
 
     def _new_model(self) -> Any:
         from sklearn.neural_network import MLPRegressor
@@ -190,10 +206,10 @@ class _FlatForest:
         return np.array([self.value[node].mean()])
 
 
-class RandomForest(_LaggedRegressor):
-    """scikit-learn ``RandomForestRegressor`` with its defaults (PA-SPS §3.2, footnote 4)."""
+class LaggedRandomForest(_LaggedRegressor):
+    """scikit-learn ``RandomForestRegressor`` on the last 10 lagged values."""
 
-    name = "rf"
+    name = "rf-lag"
 
     def _new_model(self) -> Any:
         from sklearn.ensemble import RandomForestRegressor
@@ -207,9 +223,65 @@ class RandomForest(_LaggedRegressor):
         return _Fitted()
 
 
+class _TimeIndexRegressor(Predictor):
+    """A scikit-learn regressor of the window's samples on their time index, fitted
+    every ``retrain_every`` analyses (1: every analysis, as the authors do; a larger
+    cadence for long runs keeps the last fit, still evaluated at the next index)."""
+
+    def __init__(self, window: int = 100, retrain_every: int = 1) -> None:
+        super().__init__(window)
+        self.retrain_every = max(1, retrain_every)
+        self._model: Any = None
+        self._fit_len = 0  # the fitted window's length: its next sample's index
+        self._since_fit = 0
+
+    def observe(self, value: float) -> None:
+        super().observe(value)
+        self._since_fit += 1
+
+    @abstractmethod
+    def _new_model(self) -> Any: ...
+
+    def _forecast(self, y: np.ndarray) -> float:
+        if len(y) < MIN_FIT:
+            return float(y[-1])
+        if self._model is None or self._since_fit >= self.retrain_every:
+            # the authors' index: 0 … n−1 over the window, the forecast at n
+            t = np.arange(len(y), dtype=float).reshape(-1, 1)
+            self._model = self._new_model().fit(t, y)
+            self._fit_len, self._since_fit = len(y), 0
+        ahead = float(self._fit_len + self._since_fit)
+        return float(self._model.predict(np.array([[ahead]]))[0])
+
+
+class ANN(_TimeIndexRegressor):
+    """``MLPRegressor(random_state=1, max_iter=1000)`` on the time index (the authors')."""
+
+    name = "ann"
+
+    def _new_model(self) -> Any:
+        from sklearn.neural_network import MLPRegressor
+
+        return MLPRegressor(random_state=1, max_iter=1000)
+
+
+class RandomForest(_TimeIndexRegressor):
+    """``RandomForestRegressor()`` on the time index (the authors'; its defaults). A forest
+    cannot extrapolate: beyond the window it repeats the leaves of the newest samples."""
+
+    name = "rf"
+
+    def _new_model(self) -> Any:
+        from sklearn.ensemble import RandomForestRegressor
+
+        return RandomForestRegressor(random_state=0)
+
+
 PREDICTORS: dict[str, type[Predictor]] = {
-    cls.name: cls for cls in (Basic, LinearRegression, FFT, ANN, RandomForest)
+    cls.name: cls
+    for cls in (Basic, LinearRegression, FFT, ANN, RandomForest, LaggedANN, LaggedRandomForest)
 }
+TRAINED = ("ann", "rf", "ann-lag", "rf-lag")  # take ``retrain_every``
 
 
 def make_predictor(name: str, **kwargs: Any) -> Predictor:

@@ -12,6 +12,7 @@ from typing import Any
 from shared.policies.base import Analysis, OperatorDecision, Policy, PolicyConfigError
 from shared.policies.pa_sps import PASPS, pa_sps, presps
 from shared.policies.static import Static
+from shared.predictors import TRAINED
 from shared.topology import Topology
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
 def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
     predictor = arg or opts.get("predictor") or "lr"
     kwargs = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
-    if predictor not in ("ann", "rf"):
+    if predictor not in TRAINED:
         kwargs.pop("retrain_every", None)
     p = pa_sps(topo, predictor, **kwargs)
     p.name = f"pa-sps:{predictor}"
