@@ -268,11 +268,43 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """The paper's scenario on the authors' traces, our figures beside the published."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from shared import reproduce
+
+    names = [t.strip() for t in args.traces.split(",") if t.strip()]
+    rows = [r for name in names for r in reproduce.run(name, args.retrain_every)]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows]))
+        return 0
+    console = Console(width=200)
+    for name in names:
+        t = Table(title=f"PA-SPS scenario on {name}: ours | published")
+        t.add_column("policy")
+        for f in (*reproduce.FIGURES, "error_input", "error_replica"):
+            t.add_column(f.replace("_", " "), justify="right")
+        for r in (r for r in rows if r.trace == name):
+            d = r.as_dict()
+            pub = d["published"] or {}
+            t.add_row(
+                r.policy,
+                *(
+                    f"{d[f]:.3f} | {pub[f]:.3f}" if pub.get(f) is not None else f"{d[f]:.3f} | -"
+                    for f in (*reproduce.FIGURES, "error_input", "error_replica")
+                ),
+            )
+        console.print(t)
+    return 0
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run one policy on a trace in the simulator")
     _add_run_args(p)
     p.add_argument("--policy", default="pa-sps", help="pa-sps, presps, static, ... (name[:arg])")
-    p.add_argument("--predictor", choices=["basic", "lr", "fft", "ann", "rf"])
+    p.add_argument("--predictor", choices=["basic", "lr", "fft", "ann", "rf", "ann-lag", "rf-lag"])
     p.add_argument("--replicas", type=int, help="static: replicas per operator")
     p.set_defaults(func=cmd_simulate)
 
@@ -284,6 +316,17 @@ def register(sub: Any) -> None:
     p.add_argument("--out", help="--live: run folder (default runs/compare-live-<time>)")
     p.add_argument("--drain", type=float, default=150.0, help="--live: max drain seconds")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("reproduce", help="the PA-SPS tables beside the published ones")
+    p.add_argument("paper", choices=["pa-sps"])
+    p.add_argument(
+        "--traces",
+        default="pasps-twitter,pasps-twitter-raw,pasps-dns",
+        help="the authors' traces (../shared/traces/)",
+    )
+    p.add_argument("--retrain-every", type=int, help="ANN/RF fit cadence (default: every td)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("gen-trace", help="write a seeded spike workload CSV")
     p.add_argument("--out", required=True)
