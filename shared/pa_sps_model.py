@@ -59,17 +59,28 @@ def predicted_received(predicted_input: float, theta: Mapping[str, float]) -> di
 
 
 def predicted_queue(
-    topo: Topology, stats: IntervalStats, theta: Mapping[str, float], propagate: bool = True
+    topo: Topology,
+    stats: IntervalStats,
+    theta: Mapping[str, float],
+    propagate: bool = True,
+    edge_theta: Mapping[tuple[str, str], float] | None = None,
 ) -> dict[str, float]:
     """Eq. 7: λ̂_i^q(t+1) = |q_i(t)| + Σ_p λ̂_p^q(t+1) × θ_p(t).
 
-    Implemented as printed: the predecessor's predicted queue is weighted by θ_p(t) (its
-    share of the input), not by θ_i^p. ``propagate=False`` is PRESPS Eq. 5: own queue only.
+    By default as printed: a predecessor's predicted queue is weighted by θ_p(t), its
+    share of the input. With ``edge_theta`` (Eq. 6's θ_i^p(t)) it is weighted by the share
+    of p's output that goes to i, the reading of §3.2's text ("the percentage of processed
+    events of O_i^p sent to O_i"); on a chain the two agree, on Fig. 6 they do not.
+    ``propagate=False`` is PRESPS Eq. 5: own queue only.
     """
     q: dict[str, float] = {}
     for name in topo.order:
         own = stats.operators[name].queued
         if propagate:
-            own += sum(q[e.src] * theta[e.src] for e in topo.predecessors[name] if e.src != SOURCE)
+            for e in topo.predecessors[name]:
+                if e.src == SOURCE:
+                    continue
+                weight = edge_theta[(e.src, name)] if edge_theta is not None else theta[e.src]
+                own += q[e.src] * weight
         q[name] = own
     return q

@@ -46,6 +46,12 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         help="seconds: scale in only to the highest count asked for within it (default off)",
     )
     p.add_argument("--max-step", type=int, help="at most N replicas changed per operator per plan")
+    p.add_argument(
+        "--eq7-weight",
+        choices=["theta_p", "theta_ip"],
+        default="theta_p",
+        help="PA-SPS Eq. 7: weigh a predecessor's queue by θ_p (as printed) or θ_i^p (text)",
+    )
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -76,6 +82,7 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
         "retrain_every": args.retrain_every or max(1, math.ceil(len(arrivals) / MAX_FITS)),
         "td": args.td,
         "seed": args.seed,
+        "eq7_weight": args.eq7_weight,
     }
     if args.budget is not None and args.budget < 0:
         raise ValueError(f"--budget must be >= 0, got {args.budget}")

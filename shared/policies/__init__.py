@@ -33,6 +33,7 @@ def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
     if predictor not in TRAINED:
         kwargs.pop("retrain_every", None)
     p = pa_sps(topo, predictor, **kwargs)
+    p.eq7_weight = opts.get("eq7_weight") or "theta_p"
     p.name = f"pa-sps:{predictor}"
     return p
 

@@ -24,6 +24,9 @@ class PASPS:
     predictor: Predictor
     propagate_queues: bool = True
     name: str = "pa-sps"
+    # Eq. 7's weight on a predecessor's queue: "theta_p" as printed, or "theta_ip" (the
+    # text's reading, θ_i^p); see pa_sps_model.predicted_queue
+    eq7_weight: str = "theta_p"
     costs: ExecutionTimes = field(init=False)
 
     def __post_init__(self) -> None:
@@ -33,9 +36,16 @@ class PASPS:
         self.predictor.observe(stats.input_events)
         self.costs.observe(stats)
         predicted_input = self.predictor.predict()
-        theta = model.operator_thetas(self.topology, model.edge_thetas(self.topology, stats))
+        edge_theta = model.edge_thetas(self.topology, stats)
+        theta = model.operator_thetas(self.topology, edge_theta)
         received = model.predicted_received(predicted_input, theta)
-        queued = model.predicted_queue(self.topology, stats, theta, self.propagate_queues)
+        queued = model.predicted_queue(
+            self.topology,
+            stats,
+            theta,
+            self.propagate_queues,
+            edge_theta if self.eq7_weight == "theta_ip" else None,
+        )
         decisions = {}
         for op in self.topology.operators:
             load = received[op.name] + queued[op.name]  # Eq. 3

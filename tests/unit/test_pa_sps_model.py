@@ -91,3 +91,33 @@ def test_pa_sps_adds_queue_to_received_and_rounds_up():
 )
 def test_rounding_within_pool(raw, lo, hi, want):
     assert model.round_replicas(raw, lo, hi) == want
+
+
+def test_eq7_on_fig6_printed_and_textual_readings_differ():
+    """100 events queued at O1, none elsewhere. As printed (weight θ_p): O2 and O3 each
+    inherit 100 × θ_1 = 100, and O4 100 × 0.7 + 100 × 0.3 = 100. Read with θ_i^p (the
+    share of p's output sent to i): O2 100 × 0.7 = 70, O3 100 × 0.3 = 30, and O4
+    70 × 0.4 + 30 × 1 = 58 — what O1's queue will really bring to each operator."""
+    topo = topology.load("diamond")
+    st = steady_stats(topo, 100.0, queued={"O1": 100.0})
+    edge = model.edge_thetas(topo, st)
+    theta = model.operator_thetas(topo, edge)
+    printed = model.predicted_queue(topo, st, theta)
+    textual = model.predicted_queue(topo, st, theta, edge_theta=edge)
+    names = ("O1", "O2", "O3", "O4")
+    assert [round(printed[n], 6) for n in names] == [100, 100, 100, 100]
+    assert [round(textual[n], 6) for n in names] == [100, 70, 30, 58]
+
+
+def test_pa_sps_sizes_o4_from_the_textual_reading_when_asked():
+    """O4 (et 3 ms, td 1 s) predicted 58 received + 58 (textual) or 100 (printed) queued:
+    116 × 3 ms = 0.348 → 1 replica either way at this load; × 10 the input and the queue
+    it is 1,160 × 3 ms = 3.48 → 4 against 1,580 × 3 ms = 4.74 → 5."""
+    from shared.policies.pa_sps import PASPS
+    from shared.predictors import make_predictor
+
+    topo = topology.load("diamond")
+    st = steady_stats(topo, 1000.0, queued={"O1": 1000.0})
+    printed = PASPS(topo, make_predictor("basic")).analyze(st).operators["O4"]
+    textual = PASPS(topo, make_predictor("basic"), eq7_weight="theta_ip").analyze(st)
+    assert printed.replicas == 5 and textual.operators["O4"].replicas == 4
