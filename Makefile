@@ -57,6 +57,7 @@ bench: install ## the benchmarks whose figures are in the README
 	PYTHONPATH=. $(PY) benchmarks/bench_dataplane.py
 	PYTHONPATH=. $(PY) benchmarks/bench_ingress.py
 	PYTHONPATH=. $(PY) benchmarks/bench_capacity.py
+	PYTHONPATH=. $(PY) benchmarks/bench_faults.py
 
 clean: ## remove the venv and run outputs
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
