@@ -31,9 +31,11 @@ FIGURES = (
     "latency_ms_p99",
     "rescales",
 )
-# Calibrated on this machine kind from the live system (README, "Simulator beside the
-# live system"): per-hop micro-batch time and the share of 1/et a replica delivers.
-DEFAULT_ENGINE = EngineModel(hop_s=0.6, efficiency=0.85)
+# Calibrated on this machine kind from the live system (README, "The live system beside
+# its forecast"): per-hop micro-batch time, the share of 1/et a replica delivers, and the
+# intervals a live plan acts later than the forecast's (the monitor closes an interval
+# one interval late, then plan, execute and the next micro-batch).
+DEFAULT_ENGINE = EngineModel(hop_s=0.6, efficiency=0.85, plan_delay=2)
 
 
 @dataclass(frozen=True)
