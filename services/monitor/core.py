@@ -1,9 +1,10 @@
 """Monitor: per-operator counters of many replicas -> one statistics record per interval.
 
-An interval closes when the ingress's count of a later interval arrives (the ingress
-publishes interval t's arrivals only once t is over, so λ_G(t) is then complete; a
-dataplane record of t+1 says nothing about that) or its end plus a grace period has
-passed. An operator that sent nothing is reported ``silent``; a record for an
+An interval closes as soon as the ingress's count of it arrives (the ingress publishes
+interval t's arrivals only once t is over plus a 0.25 s grace, so λ_G(t) is complete, and
+the dataplane's records of t, sent during t, are in), or its end plus a grace period has
+passed. Waiting for the count of t+1 instead, as before, put every plan one interval
+later. An operator that sent nothing is reported ``silent``; a record for an
 already closed interval is counted as late and folded into the next open one.
 """
 
@@ -105,13 +106,13 @@ class IntervalAggregator:
         return True
 
     def due(self, now: float | None = None, grace_s: float = 0.5) -> list[int]:
-        """Intervals that may close: older than the ingress's newest, or past end + grace."""
+        """Intervals that may close: up to the ingress's newest count, or past end + grace."""
         if self.next_to_close is None:
             return []
         now = time.time() if now is None else now
         wall = math.floor((now - grace_s) / self.td) - 1  # last interval fully past
         # Cap the catch-up so a far-off record cannot make us emit millions of intervals.
-        last = min(max(self.max_source_seen - 1, wall), self.next_to_close + 1000)
+        last = min(max(self.max_source_seen, wall), self.next_to_close + 1000)
         return list(range(self.next_to_close, last + 1))
 
     def close(self, k: int, now: float | None = None) -> StatsRecord:
