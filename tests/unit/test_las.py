@@ -139,15 +139,28 @@ def test_more_active_replicas_means_later_shedding():
 @pytest.fixture(scope="module")
 def default_runs():
     setup = shed_sim.Setup()
-    return {k: shed_sim.summarise_runs(k, setup, runs=8, seed=0) for k in shed_sim.SHEDDERS}
+    runs = {k: shed_sim.summarise_runs(k, setup, runs=8, seed=0) for k in shed_sim.SHEDDERS}
+    oracle = shed_sim.Setup(bootstrap="oracle")
+    runs["las-oracle"] = shed_sim.summarise_runs("las", oracle, runs=8, seed=0)
+    return runs
 
 
 def test_las_holds_tau_where_strawman_and_baseline_do_not(default_runs):
+    """§5.1 (τ = 6.4 ms): Straw-Man and Baseline queue over 3 τ. LAS starting from the
+    operator's declared cost stays within 3 τ (it measured 2.3 τ: until its first sketch
+    it under-charges the seeds whose Zipf stream costs more than the benchmark, and the
+    backlog built then weighs on the whole run's average); only with the stream's true
+    mean as its start-up charge (an oracle) does it hold 1.25 τ."""
     tau = 6.4
-    assert default_runs["las"]["avg_queuing_latency_ms"] <= 1.25 * tau
+    assert default_runs["las"]["avg_queuing_latency_ms"] <= 3 * tau
+    assert default_runs["las-oracle"]["avg_queuing_latency_ms"] <= 1.25 * tau
     assert default_runs["full"]["avg_queuing_latency_ms"] <= tau * 1.001
-    assert default_runs["strawman"]["avg_queuing_latency_ms"] > 3 * tau
-    assert default_runs["baseline"]["avg_queuing_latency_ms"] > 3 * tau
+    for other in ("strawman", "baseline"):
+        assert default_runs[other]["avg_queuing_latency_ms"] > 3 * tau
+        assert (
+            default_runs[other]["avg_queuing_latency_ms"]
+            > 5 * default_runs["las"]["avg_queuing_latency_ms"]
+        )
 
 
 def test_las_drops_little_more_than_full_knowledge(default_runs):
@@ -169,3 +182,31 @@ def test_message_count_is_order_m_over_n():
         o = shed_sim.run("las", s, shed_sim.make_stream(s, 1), 1)
         processed = int((~o.dropped).sum())
         assert 0 < o.sketches + o.deltas <= 2 * processed / window
+
+
+def test_phase_d_changes_what_the_most_frequent_item_costs():
+    """Fig. 6 phase D: item 0 (the most frequent under Zipf) takes w_max's cost. With
+    p_0 = 1 / H_4096 ≈ 0.112 of the tuples, W̄ rises by about p_0 × (w_max − w_0): it must
+    move between phases C and D (swapping keys and costs together left it at 3.58 ms)."""
+    from shared.las.shed_sim import Setup, make_phase_stream
+
+    per = 20_000
+    stream = make_phase_stream(Setup(), seed=0, per_phase=per)
+    w0 = stream.duration_of_item[0]
+    c = stream.durations[2 * per : 3 * per].mean()
+    d = stream.durations[3 * per : 4 * per].mean()
+    assert w0 < 0.0064
+    assert d - c == pytest.approx(0.112 * (0.0064 - w0), rel=0.25)
+
+
+def test_las_starts_from_the_declared_cost_not_the_streams_true_mean():
+    """Before the first sketch LAS charges what a real system knows: the operator's
+    benchmark, (0.1 + 6.4) / 2 = 3.25 ms for §5.1's costs, not the Zipf stream's W̄."""
+    from shared.las.shed_sim import Setup, build_shedder, make_stream
+
+    setup = Setup()
+    stream = make_stream(setup, seed=0)
+    las = build_shedder("las", setup, stream, seed=0)
+    assert las.bootstrap_mean == pytest.approx(0.00325)
+    assert abs(stream.mean_duration - 0.00325) > 1e-4
+    assert build_shedder("las", Setup(bootstrap="nop"), stream, 0).bootstrap_mean is None
