@@ -53,7 +53,7 @@ class AutoscaleParams:
     theta_min: float = 0.3
     theta_max: float = 0.8
     combine: str = "max"  # "max": guarantee capacity; "min": save resources
-    grace: int = 6  # intervals without decisions after an operator's reconfiguration
+    grace: int = 6  # intervals whose measurements are left out after a reconfiguration
 
     def __post_init__(self) -> None:
         if self.window < 2:
@@ -131,11 +131,15 @@ class Autoscale:
         out = {}
         for op in self.topology.operators:
             s = stats.operators[op.name]
-            self._received[op.name].append(s.received)
             lat = s.et_s if s.et_s > 0 else op.et_s
             cap_rep = delta / lat  # Eq. 4 for one thread
             hist = self._cap_per_replica[op.name]
-            hist.append(cap_rep)
+            # §IV-B: "scale-in and scale-out actions ... have no impact on monitored values
+            # as we take a grace period into account": what is measured while the new
+            # degree settles stays out of the windows (decisions go on).
+            if self._grace[op.name] == 0 or not hist:
+                self._received[op.name].append(s.received)
+                hist.append(cap_rep)
             deg = max(1, s.active_replicas)
             capacity = cap_rep * deg
             # Eq. 5: ε_i from the covariance of successive capacities; the paper does not
@@ -161,11 +165,16 @@ class Autoscale:
             out[op.name] = e
         return out
 
-    def global_consistency(self, est: dict[str, OperatorEstimate], stats: IntervalStats) -> None:
+    def global_consistency(
+        self, est: dict[str, OperatorEstimate], stats: IntervalStats
+    ) -> set[str]:
         """Algorithm 1 over the DAG in BFS (topological) order from the sources' children:
         an operator with a critical parent replaces its input estimate by
-        combine(own, Σ parents' EstimOutput) (Eq. 10); the effect propagates downstream."""
+        combine(own, Σ parents' EstimOutput) (Eq. 10); the effect propagates downstream.
+        Returns the operators so checked (their degree is decided by Algorithm 1's direct
+        comparison, not Table I)."""
         combine = max if self.params.combine == "max" else min
+        checked: set[str] = set()
         for name in self.topology.order:
             parents = [e for e in self.topology.predecessors[name] if e.src != SOURCE]
             if not parents:
@@ -181,38 +190,49 @@ class Autoscale:
             me = est[name]
             me.estim_input = combine(me.estim_input, parent_out)
             me.gal = me.estim_input / me.estim_capacity  # Eq. 10
+            checked.add(name)
+        return checked
 
     def _edge_share(self, stats: IntervalStats, src: str, dst: str, fraction: float) -> float:
-        """The part of src's output that goes to dst. SF (Eq. 7) is measured; the split
-        among successors comes from the declared fractions, because what a child has
-        received so far lags what the parent emitted."""
-        total = sum(e.fraction for e in self.topology.successors[src])
-        return fraction / total if total > 0 else 0.0
+        """The part of src's output that goes to dst, as measured: what dst received from
+        src over what all of src's children received from it (the children's counts lag
+        the parent's output alike, so their ratio does not). The declared fractions only
+        when no child received anything."""
+        children = [e.dst for e in self.topology.successors[src]]
+        got = {c: stats.operators[c].received_from.get(src, 0.0) for c in children}
+        total = sum(got.values())
+        if total > 0:
+            return got[dst] / total
+        declared = sum(e.fraction for e in self.topology.successors[src])
+        return fraction / declared if declared > 0 else 0.0
 
     def analyze(self, stats: IntervalStats) -> Analysis:
+        for op in self.topology.operators:  # a reconfiguration opens a grace period
+            current = max(1, stats.operators[op.name].active_replicas)
+            if self._last.get(op.name, current) != current:
+                self._grace[op.name] = self.params.grace
+            elif self._grace[op.name] > 0:
+                self._grace[op.name] -= 1
+            self._last[op.name] = current
         est = self.estimates(stats)
-        self.global_consistency(est, stats)
+        checked = self.global_consistency(est, stats)
         decisions = {}
         for op in self.topology.operators:
-            s = stats.operators[op.name]
-            current = max(1, s.active_replicas)
+            current = max(1, stats.operators[op.name].active_replicas)
             e = est[op.name]
             act = activity(e.gal, self.params)
-            target = current
-            if self._last.get(op.name, current) != current:
-                self._grace[op.name] = self.params.grace  # a reconfiguration just happened
-            if self._grace[op.name] > 0:
-                self._grace[op.name] -= 1
+            nd = new_degree(current, act, e.gal, op.max_replicas)
+            if op.name in checked:
+                target = nd  # Algorithm 1: current vs next, scale-in, nothing or scale-out
             else:
-                action = DECISION_MATRIX[(act, e.increasing)]
-                if action is not Action.NOTHING:
-                    nd = new_degree(current, act, e.gal, op.max_replicas)
-                    if action is Action.SCALE_OUT:
-                        target = max(current + 1, nd) if act is not Activity.HIGH else nd
-                    else:
-                        target = min(current, nd)
+                action = DECISION_MATRIX[(act, e.increasing)]  # Table I
+                if action is Action.SCALE_OUT:
+                    target = max(current + 1, nd) if act is not Activity.HIGH else nd
+                elif action is Action.SCALE_IN:
+                    target = min(current, nd)
+                else:
+                    target = current
             target = max(op.min_replicas, min(op.max_replicas, target))
-            self._last[op.name] = current
             decisions[op.name] = OperatorDecision(target, e.estim_input / self.params.window, e.gal)
         predicted = float(np.mean(stats.input_events))
         return Analysis(stats.index, predicted, decisions)

@@ -93,21 +93,40 @@ def test_budget_allocation_respects_the_budget_and_etp():
         stela.allocate(topo, 4000.0, wanted, 5)
 
 
+def _one_operator_interval(k: int, received: float, active: int = 2) -> IntervalStats:
+    ops = {
+        "a": OperatorStats(received, received, 0.0, {"source": received}, active_replicas=active)
+    }
+    return IntervalStats(k, 1.0, received, ops)
+
+
 @pytest.mark.parametrize(
-    ("act", "increasing", "action"),
+    ("r1", "r2", "cell", "want"),
     [
-        (Activity.LOW, False, Action.SCALE_IN),
-        (Activity.LOW, True, Action.SCALE_IN),
-        (Activity.MEDIUM, False, Action.NOTHING),
-        (Activity.MEDIUM, True, Action.NOTHING),
-        (Activity.HIGH, False, Action.NOTHING),
-        (Activity.HIGH, True, Action.SCALE_OUT),
-        (Activity.CRITICAL, False, Action.SCALE_OUT),
-        (Activity.CRITICAL, True, Action.SCALE_OUT),
+        # one operator, et 10 ms, 2 replicas, window 2 (Δ = 2 s): capacity 2 × 2 s / 10 ms
+        # = 400 a window. The line through (0, r1), (1, r2) summed at 2 and 3 (Eq. 2) is
+        # 2 r1 + 5 (r2 − r1); LAL = that / 400; Eq. 11 gives the new degree.
+        (50, 50, "low, constant: 100/400 = 0.25 → ⌈2 × 0.25⌉", 1),
+        (20, 30, "low, increasing: 90/400 = 0.225 → ⌈0.45⌉", 1),
+        (100, 100, "medium, constant: 200/400 = 0.5 → nothing", 2),
+        (80, 90, "medium, increasing: 210/400 = 0.525 → nothing", 2),
+        (170, 170, "high, constant: 340/400 = 0.85 → nothing", 2),
+        (150, 160, "high, increasing: 350/400 = 0.875 → +1", 3),
+        (300, 300, "critical, constant: 600/400 = 1.5 → ⌈3⌉", 3),
+        (250, 300, "critical, increasing: 750/400 = 1.875 → ⌈3.75⌉", 4),
     ],
 )
-def test_autoscale_decision_matrix(act, increasing, action):
-    assert DECISION_MATRIX[(act, increasing)] is action
+def test_autoscale_table_i_through_analyze(r1, r2, cell, want):
+    topo = topology.linear("one", [Operator("a", 10.0, 1, 8)])
+    pol = Autoscale(topo, AutoscaleParams(window=2, grace=0))
+    pol.analyze(_one_operator_interval(0, r1))
+    assert pol.analyze(_one_operator_interval(1, r2)).operators["a"].replicas == want, cell
+
+
+def test_autoscale_decision_matrix_is_table_i_as_printed():
+    """Spot checks of the matrix the analyze() runs above go through."""
+    assert DECISION_MATRIX[(Activity.HIGH, False)] is Action.NOTHING
+    assert DECISION_MATRIX[(Activity.LOW, True)] is Action.SCALE_IN
 
 
 @pytest.mark.parametrize(
@@ -173,6 +192,65 @@ def test_autoscale_bfs_propagates_a_critical_parents_output():
     expected = min(est["a"].estim_input, est["a"].capacity) * 1.0  # Eqs. 8-9, SF = 1
     assert est["b"].estim_input == pytest.approx(max(local_b, expected))
     assert est["b"].estim_input > local_b
+
+
+def test_algorithm1_compares_degrees_directly_for_a_child_of_a_critical_parent():
+    """a (et 10 ms, 1 replica: 200 a 2 s window) is critical and will emit its capacity,
+    200; b (et 20 ms, 4 replicas: 4 × 2 s / 20 ms = 400) received 100 an interval, so its
+    estimate is 200 either way and GAL = 0.5: 'medium', where Table I does nothing, but
+    Algorithm 1 compares current (4) with next = ⌈4 × 0.5⌉ = 2 and scales in to 2."""
+    topo = topology.linear("ab", [Operator("a", 10.0, 1, 8), Operator("b", 20.0, 1, 8)])
+    pol = Autoscale(topo, AutoscaleParams(window=2, grace=0))
+
+    def interval(k: int) -> IntervalStats:
+        return IntervalStats(
+            k,
+            1.0,
+            500.0,
+            {
+                "a": OperatorStats(500, 100, 400, {"source": 500}, emitted=100, active_replicas=1),
+                "b": OperatorStats(100, 100, 0, {"a": 100}, active_replicas=4),
+            },
+        )
+
+    pol.analyze(interval(0))
+    decision = pol.analyze(interval(1)).operators["b"]
+    assert decision.raw_replicas == pytest.approx(0.5)  # GAL
+    assert decision.replicas == 2
+
+
+def test_autoscale_splits_a_parents_output_as_measured():
+    """O1 declared 70/30 to O2/O3, but this interval O2 got 20 and O3 80 of what it
+    sent: the share along O1 → O3 is 80 / 100 = 0.8, not the declared 0.3."""
+    topo = topology.load("diamond")
+    pol = Autoscale(topo)
+    ops = {
+        "O1": OperatorStats(100, 100, 0, {"source": 100}, emitted=100),
+        "O2": OperatorStats(20, 20, 0, {"O1": 20}),
+        "O3": OperatorStats(80, 80, 0, {"O1": 80}),
+        "O4": OperatorStats(88, 88, 0, {"O2": 8, "O3": 80}),
+    }
+    stats = IntervalStats(0, 1.0, 100.0, ops)
+    assert pol._edge_share(stats, "O1", "O3", 0.3) == pytest.approx(0.8)
+    quiet = IntervalStats(0, 1.0, 0.0, {n: OperatorStats(0, 0, 0) for n in ops})
+    assert pol._edge_share(quiet, "O1", "O3", 0.3) == pytest.approx(0.3)
+
+
+def test_autoscale_grace_leaves_measurements_out_not_decisions():
+    """After a reconfiguration the windows keep their old samples for ``grace``
+    intervals, while a decision is still made every interval."""
+    topo = topology.linear("one", [Operator("a", 10.0, 1, 8)])
+    pol = Autoscale(topo, AutoscaleParams(window=2, grace=2))
+    pol.analyze(_one_operator_interval(0, 100, active=2))
+    pol.analyze(_one_operator_interval(1, 100, active=2))
+    # the count changed to 3: this interval's and the next one's samples stay out
+    d = pol.analyze(_one_operator_interval(2, 900, active=3))
+    assert list(pol._received["a"]) == [100, 100]
+    assert d.operators["a"].replicas >= 1  # decided all the same
+    pol.analyze(_one_operator_interval(3, 900, active=3))
+    assert list(pol._received["a"]) == [100, 100]
+    pol.analyze(_one_operator_interval(4, 900, active=3))
+    assert list(pol._received["a"]) == [100, 900]
 
 
 def test_autoscale_scales_the_critical_operator_out():
