@@ -39,3 +39,15 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
         return out
 
     return asyncio.run(run())
+
+
+def high_watermarks(consumer: Any, topic: str, partitions: int) -> list[int]:
+    """The broker's high watermark of each partition (ListOffsets, uncached): the end of
+    what may be read. Right on Apache Kafka; the embedded Tansu broker reports it wrongly
+    for multi-record batches (../shared/ARCHITECTURE.md), hence the producers' registry."""
+    from confluent_kafka import TopicPartition
+
+    return [
+        int(consumer.get_watermark_offsets(TopicPartition(topic, j), timeout=10, cached=False)[1])
+        for j in range(partitions)
+    ]

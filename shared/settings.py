@@ -89,6 +89,11 @@ class DataplaneSettings(ServiceSettings):
     t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
     async_progress: bool = False  # Spark's asyncProgressTrackingEnabled
     one_query: bool = True  # every operator in one streaming query (False: one each)
+    # Where a micro-batch learns how far each partition goes: "registry", the ends the
+    # producers record from their delivery reports (the embedded broker's ListOffsets is
+    # wrong for multi-record batches); "watermarks", the broker's high watermarks (right
+    # on Apache Kafka). Either only bounds what a batch reads; progress is the checkpoint.
+    partition_ends: Literal["registry", "watermarks"] = "registry"
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
 
 

@@ -95,6 +95,7 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
             .option("track_ids", "1" if settings.track_ids else "0")
             .option("metrics_topic", settings.topics.metrics)
             .option("fixed_replicas", str(settings.fixed_replicas or ""))
+            .option("partition_ends", settings.partition_ends)
             .option("deadletter_topic", settings.topics.deadletter)
             .load()
         )

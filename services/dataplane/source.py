@@ -63,6 +63,7 @@ class OperatorReader(DataSourceStreamReader):
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None
+        self._consumer: Any = None
 
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
@@ -99,6 +100,9 @@ class OperatorReader(DataSourceStreamReader):
         return out
 
     def _ends(self) -> dict[str, list[int]]:
+        """Each operator's partition ends, from the registry or the broker (a setting)."""
+        if self.o.get("partition_ends", "registry") == "watermarks":
+            return self._watermark_ends()
         from shared.tracked_producer import ends_key
 
         keys = self._keys()
@@ -113,6 +117,21 @@ class OperatorReader(DataSourceStreamReader):
                     ends[int(k)] = int(v)
             out[op] = ends
         return out
+
+    def _watermark_ends(self) -> dict[str, list[int]]:
+        from shared.kafka_io import high_watermarks
+
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            self._consumer = Consumer(
+                {"bootstrap.servers": self.o["bootstrap"], "group.id": "sps-dataplane-ends"}
+            )
+        keys = self._keys()
+        return {
+            op: high_watermarks(self._consumer, keys.topic(op), self._pool(op))
+            for op in self.operators
+        }
 
     def initialOffset(self) -> dict:
         return {op: {str(j): 0 for j in range(self._pool(op))} for op in self.operators}

@@ -1,0 +1,43 @@
+"""The two ways a micro-batch learns partition ends, against the real broker and
+redis-server: the producers' registry, and the broker's watermarks (exact here when every
+record is its own batch, as on Apache Kafka)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from services.dataplane.source import OperatorReader
+from shared.kafka_admin import ensure_topics
+from shared.knowledge_base import Keys
+from shared.tracked_producer import TrackedProducer
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("source", ["registry", "watermarks"])
+def test_the_source_reads_partition_ends_from_the_chosen_place(kafka_bootstrap, redis_url, source):
+    keys = Keys("ends" + uuid.uuid4().hex[:6])
+    topic = keys.topic("parse")  # the twitter topology's entry: a pool of 8
+    ensure_topics(kafka_bootstrap, [topic], partitions=8)
+    r = redis.Redis.from_url(redis_url)
+    tracked = TrackedProducer(kafka_bootstrap, r, keys, **{"batch.num.messages": 1})
+    for k in range(7):  # partitions 0, 1, 2 get 3, 2, 2 records
+        tracked.produce(topic, f"e{k}".encode(), partition=k % 3)
+    tracked.flush()
+    reader = OperatorReader(
+        {
+            "operators": "parse",
+            "topology": "twitter",
+            "bootstrap": kafka_bootstrap,
+            "redis_url": redis_url,
+            "prefix": keys.prefix,
+            "partition_ends": source,
+        }
+    )
+    assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
+    if source == "watermarks":  # the registry plays no part: losing it changes nothing
+        r.delete(f"{keys.prefix}:ends:{topic}")
+        assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
