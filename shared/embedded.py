@@ -110,7 +110,11 @@ class RedisServer:
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()  # redis-server flushes its append-only file on SIGTERM
-            self.proc.wait(10)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
 
     def restart(self) -> None:
         # No wait for the port: the old server's connections sit in TIME_WAIT for a
