@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -142,8 +143,16 @@ def test_up_restarts_a_crashed_service_and_stops_every_process_on_a_signal(tmp_p
         assert proc.poll() is None, "up stopped instead of restarting the service"
         kids = _children(proc.pid)
     pgids = {proc.pid} | {os.getpgid(k) for k in kids if _alive(k)}
+    # keep reading what up prints while it stops: a full pipe would block it
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
+    reader.start()
     proc.send_signal(sig)
-    proc.wait(120)
+    try:
+        proc.wait(120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output = "".join(lines)[-3000:]
+        raise AssertionError(f"up still running 120 s after {sig!r}: {output}") from None
     _wait_for(lambda: not _groups_alive(pgids), 30, f"left alive: {_groups_alive(pgids)}")
 
 
