@@ -261,6 +261,9 @@ def _stop_on_signals() -> Iterator[None]:
         raise Stopped(128 + signum)
 
     old = {s: signal.signal(s, raise_stopped) for s in (signal.SIGTERM, signal.SIGHUP)}
+    # Ctrl-C too, explicitly: a process started in the background by a non-interactive
+    # shell inherits SIGINT ignored, and Python then leaves it ignored (up never stopped).
+    old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
