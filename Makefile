@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server openjdk-17-jre-headless
 
-.PHONY: help install system-deps demo test test-unit test-integration test-e2e lint bench clean
+.PHONY: help install system-deps prometheus demo test test-unit test-integration test-e2e lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -22,6 +22,10 @@ system-deps: ## apt-install redis-server and Java if they are missing
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
+prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make test does too)
+	@command -v prometheus >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
+
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }
 	[ -x $(PY) ] || python3 -m venv $(VENV)
@@ -34,7 +38,7 @@ install: system-deps $(STAMP) ## create .venv and install the project with its d
 demo: install ## run the demo (see README)
 	$(VENV)/bin/elastic-sps demo
 
-test: install ## run unit, integration and e2e tests
+test: install prometheus ## run unit, integration and e2e tests
 	$(PY) -m pytest
 
 test-unit: install ## unit tests only
@@ -47,7 +51,7 @@ test-e2e: install ## the whole ensemble
 	$(PY) -m pytest -m e2e
 
 lint: install ## ruff and mypy
-	$(VENV)/bin/ruff check shared services tests benchmarks
+	$(VENV)/bin/ruff check shared services tests benchmarks examples
 	$(VENV)/bin/mypy
 
 bench: install ## the benchmarks whose figures are in the README

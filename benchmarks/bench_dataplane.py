@@ -4,6 +4,10 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_dataplane.py [--events 30000
 Twitter application, synthetic cost off, embedded broker and redis-server, local[2].
 Both variants run in this one invocation: the elastic source (active count read from
 Redis every micro-batch) and the same pipeline with the count hard-coded.
+
+``--cluster``: instead, the elastic pipeline in one JVM (``local[N]``) and on a
+two-executor cluster (``local-cluster[2,1,1024]``, two tasks per operator and batch), in
+one invocation: the cost of distribution as a ratio.
 """
 
 from __future__ import annotations
@@ -22,8 +26,12 @@ from shared.knowledge_base import Keys
 from shared.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
+CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}
 
-def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, float]:
+
+def run_once(
+    bootstrap: str, redis_url: str, n: int, fixed: bool, extra_env: dict[str, str] | None = None
+) -> dict[str, float]:
     tag = uuid.uuid4().hex[:6]
     keys = Keys(tag)
     env = {
@@ -33,6 +41,7 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
         "SPS_TRACK_IDS": "true",
         "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}",
         "SPS_TOPOLOGY": "twitter",
+        **(extra_env or {}),
     }
     if fixed:
         env["SPS_FIXED_REPLICAS"] = "2"
@@ -43,6 +52,8 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
     proc = ServiceProcess("dataplane", env).start()
     try:
         while not r.exists(f"{tag}:dp:runs"):
+            if not proc.alive():
+                raise RuntimeError(proc.log.read_text()[-3000:])
             time.sleep(0.2)
         # warm the Python workers with a small batch first
         p = TrackedProducer(bootstrap, r, keys)
@@ -100,7 +111,10 @@ def run_once(bootstrap: str, redis_url: str, n: int, fixed: bool) -> dict[str, f
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=30000)
+    ap.add_argument("--cluster", action="store_true", help="local[N] against local-cluster[2,…]")
     args = ap.parse_args()
+    if args.cluster:
+        return compare_cluster(args.events)
     results = {}
     for fixed in (False, True):  # a fresh broker each: neither run sees the other's events
         with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
@@ -118,6 +132,15 @@ def main() -> None:
             }
         )
     )
+
+
+def compare_cluster(n: int) -> None:
+    results = {}
+    for name, env in (("local", {}), ("local_cluster_2x1", CLUSTER)):
+        with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
+            results[name] = run_once(bootstrap, redis_url, n, fixed=False, extra_env=env)
+    ratio = results["local_cluster_2x1"]["events_per_s"] / results["local"]["events_per_s"]
+    print(json.dumps({"events": n, **results, "cluster_over_local": round(ratio, 3)}))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 
 from services.dataplane.apps import twitter
 from shared import embedded
+from shared.connections import kafka_config
 from shared.knowledge_base import Keys
 from shared.las.redis_store import SketchPublisher
 from shared.las.sketch import Hashes, SketchPair, key_to_int
@@ -32,7 +33,7 @@ def main() -> None:
         keys = np.array([key_to_int(t["user"]["screen_name"]) for t in tweets], dtype=np.int64)
         pair.update(keys, 0.0004 * (1 + keys % 5))
         SketchPublisher(r, "parse", Keys()).publish_sketch(pair)
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+        p = Producer(kafka_config(bootstrap, **{"linger.ms": 20}))
         for k in range(args.events):
             doc = {"id": str(k), "ts": time.time(), "payload": tweets[k % len(tweets)]}
             while True:

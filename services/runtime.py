@@ -13,6 +13,7 @@ from typing import Any
 import faust
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from shared.connections import KafkaSecurity
 from shared.contracts.action import DeadLetter
 from shared.contracts.base import ContractError, R, decode, encode
 from shared.embedded import free_port
@@ -92,6 +93,7 @@ class ServiceApp:
         self.app = faust.App(
             f"sps-{name}",
             broker=f"kafka://{settings.kafka_bootstrap_servers}",
+            broker_credentials=KafkaSecurity().faust_credentials(),
             store="memory://",
             value_serializer="raw",
             key_serializer="raw",
@@ -124,7 +126,8 @@ class ServiceApp:
         async def health_page(web: Any, request: Any) -> Any:
             body = {"service": name, "status": "ok", "last_record_at": metrics.last_record_at}
             body.update(self._health())
-            return web.json(body)
+            # a degraded service (execute retrying Redis) is not healthy to compose/k8s
+            return web.json(body, status=200 if body["status"] == "ok" else 503)
 
     def consume(
         self, topic_name: str, model: type[R], handle: Callable[[R], Awaitable[None]]

@@ -66,11 +66,16 @@ def kafka_broker(port: int | None = None) -> Iterator[str]:
         wait_port(port)
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        terminate(proc)
+
+
+def terminate(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 class RedisServer:
@@ -78,7 +83,10 @@ class RedisServer:
     keeps an append-only file there, so a restart keeps the knowledge base (as a compose
     volume does); without, it is memory only."""
 
-    def __init__(self, port: int | None = None, data_dir: str | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, data_dir: str | None = None, password: str | None = None
+    ) -> None:
+        self.password = password  # --requirepass: clients need SPS_REDIS_PASSWORD
         binary = shutil.which("redis-server")
         if binary is None:
             raise PrerequisiteError("redis-server not found: apt-get install redis-server")
@@ -100,7 +108,8 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
             + (aof or ["--appendonly", "no"])
-            + ["--dir", self.dir],
+            + ["--dir", self.dir]
+            + (["--requirepass", self.password] if self.password else []),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -7,11 +7,13 @@ from collections.abc import Iterable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from shared.connections import kafka_config
+
 
 def ensure_topics(
     bootstrap: str, names: Iterable[str], partitions: int = 1, timeout: float = 15.0
 ) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(kafka_config(bootstrap))
     existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = [
         NewTopic(n, num_partitions=partitions, replication_factor=1)

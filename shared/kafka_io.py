@@ -13,6 +13,8 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
     """Every JSON record of ``topic`` (all partitions); non-JSON records are skipped."""
     from aiokafka import AIOKafkaConsumer
 
+    from shared.connections import KafkaSecurity
+
     async def run() -> list[Any]:
         c = AIOKafkaConsumer(
             topic,
@@ -20,6 +22,7 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
             auto_offset_reset="earliest",
             group_id=None,
             enable_auto_commit=False,
+            **KafkaSecurity().aiokafka(),
         )
         await c.start()
         out: list[Any] = []

@@ -12,6 +12,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
+from shared.connections import RedisSecurity
+
 
 def redis_client(url: str, timeout_s: float = 5.0, retries: int = 8) -> Any:
     """A client that retries ``retries`` times (backoff 0.2 s doubling to 2 s: about 11 s
@@ -24,4 +26,5 @@ def redis_client(url: str, timeout_s: float = 5.0, retries: int = 8) -> Any:
         health_check_interval=30,
         retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), retries),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        **RedisSecurity().client_kwargs(url),
     )

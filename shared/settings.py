@@ -73,7 +73,11 @@ class IngressSettings(ServiceSettings):
 class DataplaneSettings(ServiceSettings):
     # "auto": local[operators × tasks_per_query], one Spark task slot per task a
     # micro-batch plans, so the queries never wait for each other's slots.
-    spark_master: str = "auto"
+    spark_master: str = "auto"  # or local[…], local-cluster[…], spark://…, k8s://…
+    # Extra Spark settings, as JSON (SPS_SPARK_CONF='{"spark.executor.cores": "2"}'):
+    # a k8s image, executor sizes, spark.archives for a packed environment.
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    executor_python: str | None = None  # the executors' interpreter, if not the driver's path
     # A failed task (a broker hiccup, a delivery failure) is retried this often before the
     # query fails: local[N] alone retries nothing (spark.task.maxFailures on a cluster).
     task_max_failures: int = Field(default=4, ge=1)
@@ -101,10 +105,25 @@ S = TypeVar("S", bound=ServiceSettings)
 
 
 def settings_or_exit(cls: type[S]) -> S:
+    """The service's settings, and the connection security every client will use, checked
+    now: a bad value stops the service at start naming the variable."""
+    from shared.connections import KafkaSecurity, RedisSecurity
+
+    for model, prefix in ((KafkaSecurity, "SPS_KAFKA_"), (RedisSecurity, "SPS_REDIS_")):
+        try:
+            model()
+        except ValidationError as exc:
+            _explain(model.__name__, prefix, exc)
     try:
         return cls()
     except ValidationError as exc:
-        for err in exc.errors():
-            name = "SPS_" + "__".join(str(p) for p in err["loc"]).upper()
-            print(f"{cls.__name__}: bad value for {name}: {err['msg']}", file=sys.stderr)
-        raise SystemExit(2) from None
+        _explain(cls.__name__, "SPS_", exc)
+    raise AssertionError("unreachable")
+
+
+def _explain(owner: str, prefix: str, exc: ValidationError) -> None:
+    for err in exc.errors():
+        where = "__".join(str(p) for p in err["loc"]).upper()
+        name = prefix + where if where else prefix + "*"
+        print(f"{owner}: bad value for {name}: {err['msg']}", file=sys.stderr)
+    raise SystemExit(2) from None

@@ -13,6 +13,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from shared.connections import kafka_config
 from shared.knowledge_base import Keys
 
 _RAISE = """
@@ -55,7 +56,7 @@ class TrackedProducer:
     """A confluent-kafka producer whose ``flush`` also publishes the partitions' ends."""
 
     def __init__(self, bootstrap: str, redis: Any, keys: Keys, **conf: Any) -> None:
-        self.p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+        self.p = Producer(kafka_config(bootstrap, **{"linger.ms": 5, **conf}))
         self.redis = redis
         self.keys = keys
         self._ends: dict[tuple[str, int], int] = {}

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from shared.connections import kafka_config
+
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """up + replay of a bundled spike trace + drain + report (``--simulate``: the
@@ -51,6 +53,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
 
 
+def parse_replacements(items: list[str]) -> dict[str, list[str]]:
+    """``NAME=COMMAND`` items (``analyze='python -m my_analyze'``) to argv lists."""
+    import shlex
+
+    out = {}
+    for item in items:
+        name, sep, command = item.partition("=")
+        if not sep or not command.strip():
+            raise SystemExit(f"--replace wants NAME=COMMAND, got {item!r}")
+        if name not in SERVICES:
+            raise SystemExit(f"--replace: no service {name!r} (services: {', '.join(SERVICES)})")
+        out[name] = shlex.split(command)
+    return out
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -59,8 +76,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     from shared.logs import configure_logging
 
     configure_logging("up")
-    with up(args.topology, Path(args.out), args.policy, args.predictor, args.tau_ms) as ens:
+    replace = parse_replacements(args.replace)
+    with up(
+        args.topology,
+        Path(args.out),
+        args.policy,
+        args.predictor,
+        args.tau_ms,
+        replace=replace,
+        with_prometheus=args.prometheus,
+    ) as ens:
         print(f"kafka {ens.bootstrap}  redis {ens.redis_url}")
+        if ens.prometheus_url:
+            print(f"prometheus {ens.prometheus_url}")
         for name, url in ens.urls().items():
             print(f"{name:9s} {url}")
         print("running; Ctrl-C stops everything", flush=True)
@@ -122,7 +150,7 @@ def cmd_rescale(args: argparse.Namespace) -> int:
         remove=args.remove,
         input_eps=args.input_eps,
     )
-    producer = Producer({"bootstrap.servers": args.bootstrap or settings.kafka_bootstrap_servers})
+    producer = Producer(kafka_config(args.bootstrap or settings.kafka_bootstrap_servers))
     producer.produce(settings.topics.requests, key=req.request_id, value=encode(req))
     if producer.flush(10) != 0:
         raise ValueError("the request was not delivered to Kafka within 10 s")
@@ -150,6 +178,16 @@ def register(sub: Any) -> None:
     p.add_argument("--predictor", default="lr")
     p.add_argument("--tau-ms", type=float)
     p.add_argument("--out", default="runs/up")
+    p.add_argument(
+        "--replace",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="run COMMAND instead of service NAME, e.g. analyze='python -m threshold_analyze'",
+    )
+    p.add_argument(
+        "--prometheus", action="store_true", help="also run Prometheus scraping every service"
+    )
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("replay", help="produce a trace's events into sps.ingress")

@@ -7,9 +7,15 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
+from services.dataplane.observe import DataplaneCollector, health, serve
+from services.dataplane.options import topology_options
 from shared import topology as topology_mod
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
@@ -32,27 +38,42 @@ def spark_master(settings: DataplaneSettings, topo: Any) -> str:
     return f"local[{slots},{settings.task_max_failures}]"
 
 
+def session_conf(settings: DataplaneSettings, master: str) -> dict[str, str]:
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        "spark.driver.memory": "1g",
+        "spark.task.maxFailures": str(settings.task_max_failures),
+        "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "0.0.0.0"),
+    }
+    if is_cluster(master):
+        conf.update(forwarded_env())
+        if settings.executor_python:
+            conf["spark.pyspark.python"] = settings.executor_python
+    conf.update(settings.spark_conf)  # the user's word last (k8s image, executor sizes, …)
+    return conf
+
+
 def spark_session(settings: DataplaneSettings, master: str) -> Any:
     from pyspark.sql import SparkSession
 
-    # The workers must run this interpreter (the venv with pyarrow and the project).
+    # The workers must run this interpreter (the venv with pyarrow and the project); on a
+    # cluster built from the project's image the path is the same on every node.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # Local mode talks to itself only: keep Spark off the machine's other interfaces.
+    # Local modes (local-cluster too) talk to this machine only: keep Spark off the others.
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return (
-        SparkSession.builder.appName("elastic-sps-dataplane")
-        .master(master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-        .config("spark.driver.memory", "1g")
-        .config("spark.task.maxFailures", str(settings.task_max_failures))
-        .config("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "0.0.0.0"))
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.appName("elastic-sps-dataplane").master(master)
+    for key, value in session_conf(settings, master).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if is_cluster(master):
+        ship_project(spark)
+        check_executors(spark, max(2, spark.sparkContext.defaultParallelism))
+    return spark
 
 
 def create_topics(settings: DataplaneSettings, topo: Any) -> None:
@@ -82,7 +103,7 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
         df = (
             spark.readStream.format("sps_kafka")
             .option("operators", ",".join(ops))
-            .option("topology", settings.topology)
+            .options(**topology_options(settings.topology))
             .option("bootstrap", settings.kafka_bootstrap_servers)
             .option("redis_url", settings.redis_url)
             .option("prefix", settings.key_prefix)
@@ -117,6 +138,19 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
     return queries
 
 
+def serve_observability(
+    settings: DataplaneSettings, topo: Any, queries: Callable[[], list[Any]]
+) -> None:
+    from shared.embedded import free_port
+    from shared.redis_client import redis_client
+
+    r = redis_client(settings.redis_url)
+    registry = CollectorRegistry()
+    registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
+    port = settings.web_port or free_port()
+    serve(settings.web_host, port, registry, lambda: health(r, queries))
+
+
 def run(settings: DataplaneSettings) -> None:
     configure_logging("dataplane")
     topo = topology_mod.load(settings.topology)
@@ -125,6 +159,7 @@ def run(settings: DataplaneSettings) -> None:
     spark.sparkContext.setLogLevel("WARN")
     queries = start_queries(spark, settings)
     log.info("%d queries running for %s", len(queries), topo.name)
+    serve_observability(settings, topo, lambda: queries)
     try:
         while all(q.isActive for q in queries):
             time.sleep(0.5)

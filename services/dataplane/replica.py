@@ -30,8 +30,11 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from services.dataplane.apps import Context, operator_fn
+from services.dataplane.cluster import executor_id
+from services.dataplane.observe import counts_key
 from services.dataplane.sample import LatencySample
 from services.dataplane.slots import Slot
+from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.envelope import BadEvent, Envelope, decode
@@ -127,11 +130,13 @@ class GroupRun:
     active: int
 
     def __post_init__(self) -> None:
-        from shared import topology
+        from services.dataplane.options import load_topology
         from shared.redis_client import redis_client
 
         o = self.o
-        self.topo = _cached(("topo", o["topology"]), lambda: topology.load(o["topology"]))
+        self.topo = _cached(
+            ("topo", o["topology"], o.get("topology_doc")), lambda: load_topology(o)
+        )
         self.r = _cached(("redis", o["redis_url"]), lambda: redis_client(o["redis_url"]))
         self.keys = Keys(o.get("prefix", "sps"))
         self.td = float(o.get("td", "1"))
@@ -173,13 +178,15 @@ def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[i
     consumer: Consumer = _cached(
         ("consumer", o["bootstrap"]),
         lambda: Consumer(
-            {
-                "bootstrap.servers": o["bootstrap"],
-                "group.id": "sps-dataplane",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "fetch.wait.max.ms": 50,
-            }
+            kafka_config(
+                o["bootstrap"],
+                **{
+                    "group.id": "sps-dataplane",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    "fetch.wait.max.ms": 50,
+                },
+            )
         ),
     )
     consumer.assign([TopicPartition(topic, s.replica, s.start) for s in todo.values()])
@@ -306,11 +313,21 @@ def publish(g: GroupRun, results: list[SlotResult], slots: tuple[Slot, ...]) -> 
     done = {str(s.replica): s.end for s in slots if s.events}
     if done:  # one task per partition per batch, batches in order: a plain HSET
         pipe.hset(g.keys.committed(g.operator), mapping=done)
+        # which executor served how many slots: shows tasks spread over a cluster
+        pipe.hincrby(f"{g.keys.prefix}:dp:{g.operator}:executors", _cached("exec", executor_id), 1)
     las = None
     if g.operator in g.topo.entry_operators and g.o.get("las", "1") == "1":
         las = _cached(
             ("las", g.operator, g.keys.prefix), lambda: _las_operator(g.r, g.operator, g.keys)
         )
+    totals = {
+        "processed": sum(r.processed for r in results),
+        "expired": sum(r.expired for r in results),
+        "dead": sum(r.dead for r in results),
+    }
+    for name, n in totals.items():
+        if n:  # the dataplane's /metrics reads these (observe.py)
+            pipe.hincrby(counts_key(g.keys, g.operator), name, n)
     interval = int(time.time() // g.td)
     metrics_topic = g.o.get("metrics_topic", "sps.metrics")
     for res in results:

@@ -75,9 +75,9 @@ class OperatorReader(DataSourceStreamReader):
 
     def _topology(self) -> Any:
         if self._topo is None:
-            from shared import topology
+            from services.dataplane.options import load_topology
 
-            self._topo = topology.load(self.o["topology"])
+            self._topo = load_topology(self.o)
         return self._topo
 
     def _keys(self) -> Any:
@@ -124,8 +124,10 @@ class OperatorReader(DataSourceStreamReader):
         if self._consumer is None:
             from confluent_kafka import Consumer
 
+            from shared.connections import kafka_config
+
             self._consumer = Consumer(
-                {"bootstrap.servers": self.o["bootstrap"], "group.id": "sps-dataplane-ends"}
+                kafka_config(self.o["bootstrap"], **{"group.id": "sps-dataplane-ends"})
             )
         keys = self._keys()
         return {
@@ -187,13 +189,14 @@ class OperatorReader(DataSourceStreamReader):
         processed-up-to offsets) is recorded by the tasks themselves (``replica.publish``)."""
         from confluent_kafka import Producer
 
+        from shared.connections import kafka_config
         from shared.contracts.metrics import OperatorCounters
 
         ends = self._ends()
         active = self._active()
         td = float(self.o.get("td", "1"))
         if self._producer is None:
-            self._producer = Producer({"bootstrap.servers": self.o["bootstrap"], "linger.ms": 0})
+            self._producer = Producer(kafka_config(self.o["bootstrap"], **{"linger.ms": 0}))
         for op in self.operators:
             done = end.get(op, {})
             queued = sum(max(0, e - int(done.get(str(j), 0))) for j, e in enumerate(ends[op]))

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import redis
 from rich.console import Console
 from rich.live import Live
 
@@ -21,6 +20,7 @@ from services.ensemble.supervisor import up
 from shared import id_ledger, traces
 from shared import topology as topology_mod
 from shared.kafka_io import read_topic
+from shared.redis_client import redis_client
 from shared.settings import ServiceSettings
 
 
@@ -63,7 +63,7 @@ def run(
         if live:
             for name, url in ens.urls().items():
                 console.print(f"{name:9s} {url}")
-        r = redis.Redis.from_url(ens.redis_url)
+        r = redis_client(ens.redis_url)
         prefix = ens.env["SPS_KEY_PREFIX"]
         # Warm the Python workers up (their first micro-batches take seconds) before the
         # measured replay: a second of 50 events, run to the end of the pipeline.

@@ -9,6 +9,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from rich.table import Table
 
+from shared.connections import kafka_config
 from shared.topology import Topology
 
 
@@ -20,11 +21,7 @@ class Feed:
         self.analysis: dict[str, Any] | None = None
         self._stop = threading.Event()
         self._c = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": "sps-live-view",
-                "enable.auto.commit": False,
-            }
+            kafka_config(bootstrap, **{"group.id": "sps-live-view", "enable.auto.commit": False})
         )
         self._c.assign([TopicPartition(stats_topic, 0, 0), TopicPartition(analysis_topic, 0, 0)])
         self._stats_topic = stats_topic

@@ -14,6 +14,7 @@ import numpy as np
 from confluent_kafka import Producer
 
 from services.dataplane.apps import advertising, log, twitter
+from shared.connections import kafka_config
 from shared.topology import Topology
 from shared.traces import Trace
 
@@ -55,7 +56,7 @@ def replay(
     """Play ``ticks`` (events per 100 ms) into ``topic``; each record's Kafka timestamp is
     its tick's send time, which the ingress counts λ_G(t) by. ``sent_by_interval``, if
     given, receives the events sent per interval of ``td`` seconds (the ground truth)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
+    producer = Producer(kafka_config(bootstrap, **{"linger.ms": 10}))
     events = sample_events(topo, seed)
     sent = 0
     owed = 0.0

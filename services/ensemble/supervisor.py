@@ -58,6 +58,10 @@ class Ensemble:
     failed: str | None = None
     stopping: threading.Event = field(default_factory=threading.Event)
     redis_server: embedded.RedisServer | None = None  # the embedded one, if any
+    # A service swapped for the user's own program (``up --replace analyze='CMD'``): it
+    # gets the same SPS_* environment and must serve /health on SPS_WEB_PORT.
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    prometheus_url: str | None = None  # up --prometheus
 
     def urls(self) -> dict[str, str]:
         return {c.name: f"http://127.0.0.1:{c.port}/metrics" for c in self.children if c.port}
@@ -65,7 +69,7 @@ class Ensemble:
     def _spawn(self, name: str, port: int | None, log_path: Path) -> subprocess.Popen[bytes]:
         env = {**self.env, **({"SPS_WEB_PORT": str(port)} if port else {})}
         return subprocess.Popen(
-            [sys.executable, "-m", f"services.{name}"],
+            self.commands.get(name, [sys.executable, "-m", f"services.{name}"]),
             env=env,
             stdout=log_path.open("ab"),
             stderr=subprocess.STDOUT,
@@ -73,7 +77,7 @@ class Ensemble:
         )
 
     def start(self, name: str) -> Child:
-        port = free_port() if name != "dataplane" else None
+        port = free_port()
         log_path = self.run_dir / f"{name}.log"
         child = Child(name, self._spawn(name, port, log_path), port, log_path)
         self.children.append(child)
@@ -120,11 +124,6 @@ class Ensemble:
                 return
 
     def healthy(self, child: Child) -> bool:
-        if child.name == "dataplane":
-            import redis
-
-            r = redis.Redis.from_url(self.redis_url)
-            return bool(r.exists(f"{self.env['SPS_KEY_PREFIX']}:dp:runs"))
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{child.port}/health", timeout=1) as r:
                 return r.status == 200
@@ -190,8 +189,11 @@ def up(
     tau_ms: float | None = None,
     td: float = 1.0,
     extra_env: dict[str, str] | None = None,
+    replace: dict[str, list[str]] | None = None,
+    with_prometheus: bool = False,
 ) -> Iterator[Ensemble]:
-    """Start everything; stop everything on exit, whatever happened."""
+    """Start everything; stop everything on exit, whatever happened. ``replace`` runs
+    the given command instead of a built-in service (the same environment, supervised)."""
     from services.ensemble.replay import KEY_FIELDS
     from shared import topology as topology_mod
     from shared.kafka_admin import ensure_topics
@@ -234,11 +236,21 @@ def up(
         ensure_topics(bootstrap, topics.control())
         for op in topo.operators:
             ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
-        ens = Ensemble(bootstrap, redis_url, run_dir, env, redis_server=server)
+        unknown = set(replace or {}) - set(SERVICES)
+        if unknown:
+            raise ValueError(f"cannot replace {sorted(unknown)}: services are {SERVICES}")
+        ens = Ensemble(
+            bootstrap, redis_url, run_dir, env, redis_server=server, commands=dict(replace or {})
+        )
         stack.callback(ens.stop)
         for name in SERVICES:
             ens.start(name)
         ens.wait_healthy()
+        if with_prometheus:
+            from services.ensemble.prometheus import prometheus
+
+            ports = {c.name: c.port for c in ens.children if c.port}
+            ens.prometheus_url = stack.enter_context(prometheus(run_dir, ports))
         time.sleep(4)  # consumer-group joins settle (about 3 s on the embedded broker)
         threading.Thread(target=ens.supervise, name="supervisor", daemon=True).start()
         with _stop_on_signals():

@@ -14,6 +14,7 @@ from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
 from shared.contracts.base import encode
 from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.redis_client import redis_client
 from shared.settings import ExecuteSettings, settings_or_exit
 
 log = logging.getLogger("services.execute")
@@ -21,7 +22,8 @@ log = logging.getLogger("services.execute")
 
 def build(settings: ExecuteSettings) -> ServiceApp:
     topo = topology.load(settings.topology)
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+    # no client-side retries: execute retries whole requests itself (redis_retry_max_s)
+    client = redis_client(settings.redis_url, timeout_s=2, retries=0)
     state = {"redis_ok": True}
     metrics = ServiceMetrics("execute")
     reg = metrics.registry

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, Producer
 from services.ingress.arrivals import ArrivalCounts, arrival_s
 from services.ingress.core import Gate
 from shared import topology
+from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.embedded import free_port
@@ -118,17 +119,17 @@ class Ingress:
         self.entries = list(self.topo.successors["source"])
         self.routers: dict[str, LoadAwareRouter] = {}
         self.out = TrackedProducer(settings.kafka_bootstrap_servers, self.r, self.keys)
-        self.side = Producer(
-            {"bootstrap.servers": settings.kafka_bootstrap_servers, "linger.ms": 5}
-        )
+        self.side = Producer(kafka_config(settings.kafka_bootstrap_servers, **{"linger.ms": 5}))
         self.consumer = Consumer(
-            {
-                "bootstrap.servers": settings.kafka_bootstrap_servers,
-                "group.id": "sps-ingress",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": int(settings.kafka_session_timeout_s * 1000),
-            }
+            kafka_config(
+                settings.kafka_bootstrap_servers,
+                **{
+                    "group.id": "sps-ingress",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest",
+                    "session.timeout.ms": int(settings.kafka_session_timeout_s * 1000),
+                },
+            )
         )
         self.consumer.subscribe([settings.topics.ingress])
         self._last_refresh = 0.0

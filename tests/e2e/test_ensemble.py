@@ -162,3 +162,72 @@ def _alive(pid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "threshold_analyze" / "threshold_analyze.py"
+
+
+@pytest.fixture(scope="module")
+def swapped(tmp_path_factory):
+    """`up --replace analyze=… --prometheus` with the third-party example (it imports
+    nothing of the project) and a trickle of traffic."""
+    import numpy as np
+
+    from services.ensemble.replay import replay
+    from services.ensemble.supervisor import up
+    from shared import topology
+    from shared.settings import ServiceSettings
+
+    topo = topology.load("twitter_remote")
+    ingress = ServiceSettings().topics.ingress
+    replace = {"analyze": [sys.executable, str(EXAMPLE)]}
+    env = {"THRESHOLD_MIN_REPLICAS": "2"}
+    run_dir = tmp_path_factory.mktemp("swap")
+    with up("twitter_remote", run_dir, extra_env=env, replace=replace, with_prometheus=True) as ens:
+        stop = threading.Event()
+        traffic = threading.Thread(
+            target=replay,
+            args=(ens.bootstrap, ingress, topo, np.full(3000, 2.0), "swap"),
+            kwargs={"stop": stop},
+            daemon=True,
+        )
+        traffic.start()
+        try:
+            yield ens, topo
+        finally:
+            stop.set()
+            traffic.join(30)
+
+
+def test_a_swapped_in_analyze_service_drives_the_pools(swapped):
+    """The built-in plan and execute apply what the example asks: at least two replicas
+    everywhere, which no built-in policy would ask at this trickle of traffic."""
+    from shared.kafka_io import read_topic
+    from shared.knowledge_base import Keys
+    from shared.redis_client import redis_client
+    from shared.settings import ServiceSettings
+
+    ens, topo = swapped
+    keys = Keys(ens.env["SPS_KEY_PREFIX"])
+    r = redis_client(ens.redis_url)
+    deadline = time.monotonic() + 240
+    while True:
+        active = {op.name: int(r.get(keys.active(op.name)) or 0) for op in topo.operators}
+        if all(n >= 2 for n in active.values()):
+            break
+        assert ens.failed is None, ens.failed
+        assert time.monotonic() < deadline, f"its decisions were never applied: {active}"
+        time.sleep(0.5)
+    analysis = ServiceSettings().topics.analysis
+    policies = {rec["policy"] for rec in read_topic(ens.bootstrap, analysis)}
+    assert policies == {"threshold"}  # the built-in analyze never ran
+
+
+def test_prometheus_scrapes_every_service_with_compose_s_config(swapped):
+    from services.ensemble.prometheus import wait_all_up
+
+    ens, _ = swapped
+    assert ens.prometheus_url is not None
+    seen = wait_all_up(ens.prometheus_url, timeout=120)
+    jobs = {t["job"] for t in seen}
+    assert jobs == {c.name for c in ens.children} | {"prometheus"}, seen

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -14,6 +15,7 @@ import redis
 
 from services.dataplane.apps import twitter
 from shared import id_ledger
+from shared.embedded import free_port
 from shared.envelope import Envelope
 from shared.kafka_io import read_topic as read_all
 from shared.knowledge_base import Keys
@@ -36,15 +38,32 @@ def _wait_for_batch(r: redis.Redis, log: str, active: int, proc, tmp_path) -> No
         time.sleep(0.2)
 
 
-def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, redis_url, tmp_path):
+LOCAL = {"SPS_SPARK_MASTER": "auto"}
+# Two executor JVMs with one core each, their own Python workers; two tasks per operator
+# per micro-batch, so a batch of the 4-replica step spreads over both executors.
+CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}
+
+
+@pytest.mark.parametrize(
+    "spark",
+    [
+        pytest.param(LOCAL, id="local"),
+        pytest.param(CLUSTER, id="local-cluster", marks=pytest.mark.cluster),
+    ],
+)
+def test_resize_mid_stream_loses_nothing_and_never_restarts(
+    kafka_bootstrap, redis_url, tmp_path, spark
+):
     tag = uuid.uuid4().hex[:6]
     keys = Keys(tag)
     topics = {
         f"SPS_TOPICS__{k.upper()}": f"{tag}.{v}"
         for k, v in {"metrics": "sps.metrics", "deadletter": "sps.deadletter"}.items()
     }
+    web_port = free_port()
     env = {
         **os.environ,
+        "SPS_WEB_PORT": str(web_port),
         "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
@@ -52,6 +71,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
         "SPS_TOPOLOGY": "twitter",
         "SPS_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
         **topics,
+        **spark,
     }
     r = redis.Redis.from_url(redis_url)
     # Operator topics are shared by name across runs; a fresh prefix gives fresh ends, so
@@ -61,7 +81,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
         [sys.executable, "-m", "services.dataplane"], env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a cluster starts its executor JVMs first
         while not r.exists(f"{tag}:dp:runs"):
             assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "dataplane did not start"
@@ -106,10 +126,22 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(kafka_bootstrap, red
         # inactive slots that still held events), packed into at most one Spark task
         assert all(b["slots"] == list(range(b["active"])) for b in batches)
         assert all(min(b["drain"], default=b["active"]) >= b["active"] for b in batches)
-        assert all(b["tasks"] <= 1 for b in batches)
+        tasks = int(spark.get("SPS_TASKS_PER_QUERY", "1"))
+        assert all(b["tasks"] <= tasks for b in batches)
         seen = [b["active"] for b in batches]
         compact = [a for k, a in enumerate(seen) if k == 0 or seen[k - 1] != a]
         assert compact[:4] == schedule, compact
+        executors = set()
+        for op in ("parse", *DOWNSTREAM):
+            executors |= {e.decode() for e in r.hkeys(f"{tag}:dp:{op}:executors")}
+        assert len(executors) == (2 if spark is CLUSTER else 1), executors
+        # its /metrics counts what the replicas did, per operator; /health says it runs
+        page = urllib.request.urlopen(f"http://127.0.0.1:{web_port}/metrics", timeout=5)
+        metrics = page.read().decode()
+        for op in ("parse", *DOWNSTREAM):
+            assert f'sps_dataplane_processed_total{{operator="{op}"}} {float(n)}' in metrics, op
+        assert 'sps_dataplane_dead_total{operator="parse"} 4.0' in metrics
+        assert urllib.request.urlopen(f"http://127.0.0.1:{web_port}/health").status == 200
         # the queries ran once: one run record, still the same process
         assert r.llen(f"{tag}:dp:runs") == 1
         assert proc.poll() is None

@@ -38,3 +38,22 @@ def test_on_demand_requests(redis_client):
     assert sum(p.targets.values()) - sum(before[n] for n in p.targets) == 3
     with pytest.raises(ValueError, match="unknown operator"):
         ex.plan_for_request(RescaleRequest(request_id="c", operator="nope", replicas=1))
+
+
+def test_a_password_protected_redis_needs_the_password_setting(monkeypatch):
+    """A real redis-server with --requirepass: the project's client authenticates with
+    SPS_REDIS_PASSWORD and is refused without it."""
+    import redis as redis_py
+
+    from shared.embedded import RedisServer
+    from shared.redis_client import redis_client
+
+    server = RedisServer(password="s3cret").start()
+    try:
+        monkeypatch.delenv("SPS_REDIS_PASSWORD", raising=False)
+        with pytest.raises(redis_py.AuthenticationError):
+            redis_client(server.url, retries=0).ping()
+        monkeypatch.setenv("SPS_REDIS_PASSWORD", "s3cret")
+        assert redis_client(server.url, retries=0).ping()
+    finally:
+        server.stop()

@@ -1,0 +1,137 @@
+"""The dataplane's ``/metrics`` and ``/health``, served by the driver process.
+
+The replicas run in Spark's Python workers and the stream reader in a Python process of
+its own, so neither can hold the driver's registry: what they know is in Redis (active
+counts, partition ends and committed offsets, measured et, the per-operator counts each
+task adds in ``replica.publish``) and in the queries' progress. A custom collector reads
+both at scrape time, so a scrape always shows the current state and nothing is kept twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from shared.knowledge_base import Keys
+from shared.tracked_producer import read_backlog
+
+log = logging.getLogger("sps.dataplane")
+COUNTS = ("processed", "expired", "dead")
+
+
+def counts_key(keys: Keys, operator: str) -> str:
+    """The hash of events each operator processed, expired and dead-lettered."""
+    return f"{keys.prefix}:dp:{operator}:counts"
+
+
+class DataplaneCollector(Collector):
+    """Per operator: events processed / expired / dead-lettered, queue, measured et,
+    active replicas; per query: the last batch's duration and the batches run."""
+
+    def __init__(self, r: Any, keys: Keys, topo: Any, queries: Callable[[], list[Any]]) -> None:
+        self.r, self.keys, self.topo, self.queries = r, keys, topo, queries
+
+    @staticmethod
+    def _operator_families() -> dict[str, Any]:
+        label = ["operator"]
+        fams: dict[str, Any] = {
+            c: CounterMetricFamily(
+                f"sps_dataplane_{c}", f"events {c} by the replicas", labels=label
+            )
+            for c in COUNTS
+        }
+        fams["queue"] = GaugeMetricFamily("sps_dataplane_queue", "events waiting", labels=label)
+        fams["et"] = GaugeMetricFamily("sps_dataplane_et_ms", "measured et", labels=label)
+        fams["active"] = GaugeMetricFamily(
+            "sps_dataplane_active_replicas", "active replicas", labels=label
+        )
+        return fams
+
+    @staticmethod
+    def _query_families() -> dict[str, Any]:
+        return {
+            "seconds": GaugeMetricFamily(
+                "sps_dataplane_batch_seconds", "the last micro-batch's duration", labels=["query"]
+            ),
+            "batches": CounterMetricFamily(
+                "sps_dataplane_batches", "micro-batches run", labels=["query"]
+            ),
+        }
+
+    def describe(self) -> Iterator[Metric]:
+        """The names without touching Redis (prometheus_client calls this on register)."""
+        yield from self._operator_families().values()
+        yield from self._query_families().values()
+
+    def collect(self) -> Iterator[Metric]:
+        fams = self._operator_families()
+        for op in self.topo.operators:
+            counts = self.r.hgetall(counts_key(self.keys, op.name))
+            for c in COUNTS:
+                fams[c].add_metric([op.name], float(counts.get(c.encode(), 0)))
+            backlog = read_backlog(self.r, self.keys, op.name, op.max_replicas)
+            fams["queue"].add_metric([op.name], sum(backlog))
+            et = self.r.get(self.keys.et_ms(op.name))
+            fams["et"].add_metric([op.name], float(et or op.et_ms))
+            active = self.r.get(self.keys.active(op.name))
+            fams["active"].add_metric([op.name], float(active or op.min_replicas))
+        yield from fams.values()
+        batch = self._query_families()
+        for q in self.queries():
+            progress = q.lastProgress or {}
+            duration_ms = progress.get("durationMs", {}).get("triggerExecution", 0)
+            batch["seconds"].add_metric([q.name], duration_ms / 1000)
+            batch["batches"].add_metric([q.name], float(progress.get("batchId", -1) + 1))
+        yield from batch.values()
+
+
+def health(r: Any, queries: Callable[[], list[Any]]) -> tuple[bool, dict[str, Any]]:
+    """OK when every query runs and Redis answers."""
+    running = {q.name: bool(q.isActive) for q in queries()}
+    try:
+        redis_ok = bool(r.ping())
+    except Exception:  # any failure to reach Redis is "not healthy", reported, not raised
+        redis_ok = False
+    ok = redis_ok and bool(running) and all(running.values())
+    return ok, {
+        "service": "dataplane",
+        "status": "ok" if ok else "degraded",
+        "redis": redis_ok,
+        "queries": running,
+    }
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # scrapes are not news
+        pass
+
+
+def serve(
+    host: str, port: int, registry: CollectorRegistry, check: Callable[[], Any]
+) -> WSGIServer:
+    """``/health`` (200 or 503 with a JSON body) and Prometheus's own WSGI app for the
+    rest: prometheus_client serves HTTP itself, only the health route is ours."""
+    metrics_app = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/health":
+            ok, body = check()
+            start_response(
+                "200 OK" if ok else "503 Service Unavailable",
+                [("Content-Type", "application/json")],
+            )
+            return [json.dumps(body).encode()]
+        return metrics_app(environ, start_response)
+
+    server = make_server(host, port, app, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, name="dataplane-web", daemon=True).start()
+    log.info("metrics and health on http://%s:%d", host, server.server_port)
+    return server

@@ -1,0 +1,65 @@
+"""The dataplane's cluster checks: what the executors must share with the driver."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from services.dataplane.cluster import (
+    ExecutorReport,
+    forwarded_env,
+    is_cluster,
+    mismatches,
+    project_zip,
+)
+from services.dataplane.options import load_topology, topology_options
+
+pytestmark = pytest.mark.unit
+
+
+def test_which_masters_have_executors():
+    assert not is_cluster("local") and not is_cluster("local[8,4]")
+    assert is_cluster("local-cluster[2,1,1024]")
+    assert is_cluster("spark://spark-master:7077") and is_cluster("k8s://https://k:6443")
+
+
+def test_each_mismatch_is_named_with_its_executor():
+    fine = ExecutorReport("w1:100", "3.11", "4.3.0", ())
+    other_python = ExecutorReport("w2:200", "3.10", "4.3.0", ())
+    other_spark = ExecutorReport("w3:300", "3.11", "4.0.1", ("redis",))
+    assert mismatches("3.11", "4.3.0", [fine]) == []
+    assert mismatches("3.11", "4.3.1", [fine]) == []  # a patch release is the same Spark
+    assert mismatches("3.11", "4.3.0", [other_python, other_spark]) == [
+        "w2:200: Python 3.10, driver 3.11",
+        "w3:300: Spark 4.0.1, driver's pyspark 4.3.0",
+        "w3:300: cannot import redis",
+    ]
+
+
+def test_the_shipped_zip_holds_both_packages_and_their_data(tmp_path):
+    names = zipfile.ZipFile(project_zip(tmp_path)).namelist()
+    assert "services/dataplane/replica.py" in names
+    assert "shared/topologies/twitter.yaml" in names  # read through importlib.resources
+    assert not any("__pycache__" in n for n in names)
+
+
+def test_credentials_reach_the_executors_and_nothing_else():
+    env = {"SPS_KAFKA_SASL_PASSWORD": "pw", "SPS_REDIS_PASSWORD": "r", "HOME": "/root"}
+    assert forwarded_env(env) == {
+        "spark.executorEnv.SPS_KAFKA_SASL_PASSWORD": "pw",
+        "spark.executorEnv.SPS_REDIS_PASSWORD": "r",
+    }
+
+
+def test_a_topology_file_travels_as_its_text(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "name: mine\napplication: twitter\noperators:\n"
+        "  - {name: parse, et_ms: 1.0, max_replicas: 2}\n"
+        "edges:\n  - {from: source, to: parse}\n"
+    )
+    opts = topology_options(str(path))
+    path.unlink()  # an executor elsewhere has no copy of the file
+    assert load_topology(opts)["parse"].max_replicas == 2
+    assert topology_options("twitter") == {"topology": "twitter"}
