@@ -43,9 +43,10 @@ def make_plan(
         wanted, limited = stabiliser.apply(current, wanted)
     bound = False
     if budget is not None and sum(wanted.values()) > budget:
-        wanted = stela.allocate(topo, analysis.predicted_input / td, wanted, budget)
+        asked = wanted
+        wanted = stela.allocate(topo, analysis.predicted_input / td, asked, budget)
         bound = True
+        # the budget limited an operator that got fewer than it asked for
+        limited.update({n: "budget" for n in wanted if wanted[n] < asked[n]})
     changes = {n: wanted[n] - current.get(n, 0) for n in wanted if wanted[n] != current.get(n, 0)}
-    if bound:
-        limited.update({n: "budget" for n in changes})
     return Plan(analysis.interval, wanted, changes, bound, limited)

@@ -30,6 +30,9 @@ class ServiceSettings(BaseSettings):
     # Record every event id at every stage (shared/id_ledger.py): the report's `lost` by
     # id, per operator. Costs Redis memory per event: runs, tests and audits.
     track_ids: bool = False
+    # Run the whole loop and record every decision, but change no replica count (execute
+    # logs what it would have applied): for trying a policy on a production pipeline.
+    dry_run: bool = False
 
     @field_validator("redis_url")
     @classmethod
@@ -47,7 +50,8 @@ class MonitorSettings(ServiceSettings):
 
 class AnalyzeSettings(ServiceSettings):
     policy: str = "pa-sps"
-    predictor: str = "lr"
+    predictor: str = "lr"  # or "auto": the bandit over the five (shared/bandit.py)
+    latency_goal_ms: float | None = Field(default=None, gt=0)  # pa-sps:auto's reward
 
 
 class PlanSettings(ServiceSettings):

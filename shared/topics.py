@@ -15,6 +15,7 @@ class Topics(BaseModel):
     actions: str = "sps.actions"
     deadletter: str = "sps.deadletter"
     shed: str = "sps.shed"
+    decisions: str = "sps.decisions"
 
     def control(self) -> list[str]:
         return [
@@ -26,6 +27,7 @@ class Topics(BaseModel):
             self.actions,
             self.deadletter,
             self.shed,
+            self.decisions,
             self.ingress,
         ]
 

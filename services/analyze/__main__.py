@@ -14,7 +14,9 @@ from shared.settings import AnalyzeSettings, settings_or_exit
 
 def build(settings: AnalyzeSettings) -> ServiceApp:
     topo = topology.load(settings.topology)
-    analyzer = Analyzer(topo, settings.policy, settings.predictor)
+    analyzer = Analyzer(
+        topo, settings.policy, settings.predictor, latency_goal_ms=settings.latency_goal_ms
+    )
     metrics = ServiceMetrics("analyze")
     predicted = Gauge("sps_predicted_input_events", "λ̂_G(t+1)", registry=metrics.registry)
     observed = Gauge("sps_observed_input_events", "λ_G(t)", registry=metrics.registry)

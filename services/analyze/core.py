@@ -15,11 +15,16 @@ class Analyzer:
     intervals already analysed are dropped."""
 
     def __init__(
-        self, topology: Topology, policy: str, predictor: str | None = None, max_hold: int = 3
+        self,
+        topology: Topology,
+        policy: str,
+        predictor: str | None = None,
+        max_hold: int = 3,
+        latency_goal_ms: float | None = None,
     ) -> None:
         spec = f"pa-sps:{predictor}" if policy == "pa-sps" and predictor else policy
         self.topology = topology
-        self.policy: Policy = make_policy(spec, topology)
+        self.policy: Policy = make_policy(spec, topology, latency_goal_ms=latency_goal_ms)
         self.last_interval: int | None = None
         self.max_hold = max_hold
         self._held: dict[int, StatsRecord] = {}
@@ -53,6 +58,9 @@ class Analyzer:
                 replicas=d.replicas,
                 predicted_load=d.predicted_load,
                 current=rec.operators[n].active_replicas,
+                raw_replicas=d.raw_replicas,
+                inputs=dict(d.inputs),
+                rule=d.rule,
             )
             for n, d in analysis.operators.items()
         }

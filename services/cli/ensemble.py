@@ -102,6 +102,25 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Why an operator had the replicas it had: the run's decisions.jsonl, in words."""
+    from pathlib import Path
+
+    from shared.explain import describe, find
+
+    path = Path(args.run) / "decisions.jsonl"
+    if not path.exists():
+        raise SystemExit(f"{path} does not exist: is {args.run} a run folder of up or demo?")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    hits = find(rows, args.operator, args.interval)
+    if not hits:
+        known = sorted({d["interval"] for d in rows})
+        span = f"{known[0]}-{known[-1]}" if known else "none"
+        raise SystemExit(f"no decision for that operator and interval (intervals: {span})")
+    print("\n\n".join(describe(d) for d in hits))
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     import uuid
 
@@ -189,6 +208,12 @@ def register(sub: Any) -> None:
         "--prometheus", action="store_true", help="also run Prometheus scraping every service"
     )
     p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("explain", help="why an operator had its replicas in an interval")
+    p.add_argument("--run", required=True, help="the run folder (up --out, demo --out)")
+    p.add_argument("--operator", help="one operator (default: all)")
+    p.add_argument("--interval", type=int, help="one interval (default: all)")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("replay", help="produce a trace's events into sps.ingress")
     p.add_argument("--topology", default="twitter_remote")

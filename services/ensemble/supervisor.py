@@ -243,6 +243,10 @@ def up(
             bootstrap, redis_url, run_dir, env, redis_server=server, commands=dict(replace or {})
         )
         stack.callback(ens.stop)
+        from services.ensemble.decisions import DecisionLog
+
+        decision_log = DecisionLog(bootstrap, topics.decisions, run_dir / "decisions.jsonl")
+        stack.callback(decision_log.close)
         for name in SERVICES:
             ens.start(name)
         ens.wait_healthy()

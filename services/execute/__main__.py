@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import redis
@@ -12,6 +13,7 @@ from prometheus_client import Gauge, Histogram
 from services.execute.core import Executor
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
+from shared.contracts.action import ActionRecord
 from shared.contracts.base import encode
 from shared.contracts.plan import PlanRecord, RescaleRequest
 from shared.redis_client import redis_client
@@ -65,6 +67,17 @@ def build(settings: ExecuteSettings) -> ServiceApp:
                 delay = min(delay * 2, settings.redis_retry_max_s)
 
     async def apply(plan: PlanRecord) -> None:
+        if settings.dry_run:
+            log.info("dry run: would apply %s (plan %s)", plan.targets, plan.plan_id)
+            action = ActionRecord(
+                plan_id=plan.plan_id,
+                status="dry-run",
+                previous=await with_redis(executor.current),
+                targets=dict(plan.targets),
+                applied_at=time.time(),
+            )
+            await svc.send(actions, plan.plan_id, encode(action))
+            return
         action = await with_redis(executor.apply, plan)
         if action.status == "applied":
             for n, v in action.targets.items():

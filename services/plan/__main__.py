@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.plan.core import Planner
+from services.plan.core import Planner, decisions
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
 from shared.contracts.analysis import AnalysisRecord
@@ -19,10 +19,13 @@ def build(settings: PlanSettings) -> ServiceApp:
     )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)
+    explained = svc.topic(settings.topics.decisions)
 
     async def plan(rec: AnalysisRecord) -> None:
         p = planner.plan(rec)
         await svc.send(out, p.plan_id, encode(p))
+        for d in decisions(planner.topology, rec, p, settings.dry_run):
+            await svc.send(explained, d.operator, encode(d))
 
     svc.consume(settings.topics.analysis, AnalysisRecord, plan)
     return svc

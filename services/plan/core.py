@@ -7,6 +7,7 @@ import math
 
 from shared.contracts.analysis import AnalysisRecord
 from shared.contracts.base import ContractError
+from shared.contracts.decision import DecisionRecord
 from shared.contracts.plan import PlanRecord
 from shared.plan import make_plan
 from shared.policies.base import Analysis, OperatorDecision
@@ -58,3 +59,36 @@ class Planner:
             limited=dict(p.limited),
             closed_at=rec.closed_at,
         )
+
+
+def decisions(
+    topo: Topology, rec: AnalysisRecord, plan: PlanRecord, dry_run: bool = False
+) -> list[DecisionRecord]:
+    """Per operator: the policy's inputs and rule, what it asked, what the plan chose and
+    what limited it (its pool, the budget, the stabiliser)."""
+    out = []
+    for op in topo.operators:
+        need = rec.operators[op.name]
+        limited_by = []
+        if math.ceil(need.raw_replicas - 1e-9) > op.max_replicas:
+            limited_by.append("pool")
+        if op.name in plan.limited:
+            limited_by.append(plan.limited[op.name])
+        out.append(
+            DecisionRecord(
+                interval=rec.interval,
+                operator=op.name,
+                policy=rec.policy,
+                current=need.current,
+                asked=need.replicas,
+                raw=need.raw_replicas,
+                chosen=plan.targets[op.name],
+                rule=need.rule,
+                inputs=need.inputs,
+                limited_by=limited_by,
+                pool=(op.min_replicas, op.max_replicas),
+                dry_run=dry_run,
+                closed_at=rec.closed_at,
+            )
+        )
+    return out

@@ -11,7 +11,7 @@ class ActionRecord(Record):
     schema_name: Literal["sps.action"] = "sps.action"
     version: Literal[1] = 1
     plan_id: str
-    status: Literal["applied", "duplicate", "stale"]
+    status: Literal["applied", "duplicate", "stale", "dry-run"]
     previous: dict[str, int]
     targets: dict[str, int]
     applied_at: float

@@ -13,6 +13,9 @@ class OperatorNeed(BaseModel):
     replicas: int = Field(ge=0)
     predicted_load: float = 0.0
     current: int = Field(ge=0)
+    raw_replicas: float = 0.0  # before rounding and the pool's bounds
+    inputs: dict[str, float] = Field(default_factory=dict)  # what the policy decided from
+    rule: str = ""  # the policy's rule, in words
 
 
 class AnalysisRecord(Record):

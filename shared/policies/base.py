@@ -8,7 +8,7 @@ the next interval needs. Planning (pool bounds, the global budget) is shared: se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from shared.interval_stats import IntervalStats
@@ -23,6 +23,9 @@ class OperatorDecision:
     replicas: int  # needed active replicas for t+1, within [min, pool]
     predicted_load: float = 0.0  # λ̂_i(t+1): events the operator should process in t+1
     raw_replicas: float = 0.0  # before rounding and bounds
+    # what the decision was made from and the rule that made it, for `explain`
+    inputs: Mapping[str, float] = field(default_factory=dict)
+    rule: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shared import pa_sps_model as model
+from shared.bandit import UCB, RewardBounds, RewardWeights, reward
 from shared.execution_time import ExecutionTimes
 from shared.interval_stats import IntervalStats
 from shared.policies.base import Analysis, OperatorDecision
 from shared.predictors import Predictor, make_predictor
 from shared.topology import Topology
+
+RULE = "PA-SPS Eq. 2: ceil((predicted_received + queue) x et / td), into [min, pool]"
 
 
 @dataclass
@@ -49,11 +52,21 @@ class PASPS:
         decisions = {}
         for op in self.topology.operators:
             load = received[op.name] + queued[op.name]  # Eq. 3
-            raw = model.replicas_needed(load, self.costs.et_s(op.name), stats.td)
+            et_s = self.costs.et_s(op.name)
+            raw = model.replicas_needed(load, et_s, stats.td)
             decisions[op.name] = OperatorDecision(
                 replicas=model.round_replicas(raw, op.min_replicas, op.max_replicas),
                 predicted_load=load,
                 raw_replicas=raw,
+                inputs={
+                    "predicted_input": predicted_input,
+                    "theta": theta[op.name],
+                    "predicted_received": received[op.name],
+                    "queue": queued[op.name],
+                    "et_ms": 1000 * et_s,
+                    "td_s": stats.td,
+                },
+                rule=RULE,
             )
         return Analysis(stats.index, predicted_input, decisions)
 
@@ -65,3 +78,88 @@ def pa_sps(topology: Topology, predictor: str = "lr", **predictor_args: object) 
 def presps(topology: Topology) -> PASPS:
     """PRESPS: the Basic predictor (its Eq. 2 uses λ_G(t)) and only the own queue (Eq. 5)."""
     return PASPS(topology, make_predictor("basic"), propagate_queues=False, name="presps")
+
+
+AUTO_ARMS = ("basic", "lr", "fft", "ann", "rf")
+
+
+class SelectedPredictor(Predictor):
+    """Every predictor observes every interval (so whichever is chosen next has the whole
+    history); only the chosen one's forecast is returned."""
+
+    name = "auto"
+
+    def __init__(self, arms: tuple[str, ...] = AUTO_ARMS, retrain_every: int | None = None):
+        super().__init__()
+        trained = {} if retrain_every is None else {"retrain_every": retrain_every}
+        self.members = {
+            a: make_predictor(a, **(trained if a in ("ann", "rf") else {})) for a in arms
+        }
+        self.chosen = arms[0]
+
+    def observe(self, value: float) -> None:
+        super().observe(value)
+        for p in self.members.values():
+            p.observe(value)
+
+    def predict(self) -> float:
+        return self.members[self.chosen].predict()
+
+    def _forecast(self, y: object) -> float:  # predict() is overridden: never called
+        raise NotImplementedError
+
+
+@dataclass
+class PASPSAuto(PASPS):
+    """PA-SPS with the predictor chosen online (``shared.bandit``): every ``window``
+    intervals the chosen predictor is rewarded from the window's measured latency (against
+    ``goal_ms``), throughput degradation and saved resources, and UCB picks the next."""
+
+    window: int = 5
+    goal_ms: float = 5_000.0
+    weights: RewardWeights = field(default_factory=RewardWeights)
+    selector: UCB = field(init=False)
+    _samples: list[tuple[float, float, float]] = field(init=False, default_factory=list)
+    choices: list[tuple[int, str]] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        assert isinstance(self.predictor, SelectedPredictor)
+        self.selector = UCB(tuple(self.predictor.members))
+        self.predictor.chosen = self.selector.choose()
+        self.choices.append((0, self.predictor.chosen))
+
+    def window_sample(self, stats: IntervalStats) -> tuple[float, float, float]:
+        """(latency ms, degradation, saving) of one interval, as the paper defines them."""
+        sinks = [s for s in self.topology.sinks if s in stats.operators]
+        done = sum(stats.operators[s].processed for s in sinks) / max(1, len(sinks))
+        degradation = (
+            abs(stats.input_events - done) / stats.input_events if stats.input_events else 0.0
+        )
+        used = sum(o.active_replicas for o in stats.operators.values())
+        pool = sum(op.max_replicas for op in self.topology.operators)
+        return (stats.latency_ms or 0.0, degradation, 1 - used / pool)
+
+    def analyze(self, stats: IntervalStats) -> Analysis:
+        self._samples.append(self.window_sample(stats))
+        if len(self._samples) >= self.window:
+            lat, deg, sav = (sum(x) / len(self._samples) for x in zip(*self._samples, strict=True))
+            bounds = RewardBounds(latency_ms=(0.0, self.goal_ms))
+            self.selector.update(reward(lat, deg, sav, self.weights, bounds))
+            self._samples.clear()
+            assert isinstance(self.predictor, SelectedPredictor)
+            self.predictor.chosen = self.selector.choose()
+            self.choices.append((stats.index, self.predictor.chosen))
+        return super().analyze(stats)
+
+
+def pa_sps_auto(
+    topology: Topology,
+    window: int = 5,
+    goal_ms: float = 5_000.0,
+    retrain_every: int | None = None,
+) -> PASPSAuto:
+    predictor = SelectedPredictor(retrain_every=retrain_every)
+    p = PASPSAuto(topology, predictor, window=window, goal_ms=goal_ms)
+    p.name = "pa-sps:auto"
+    return p

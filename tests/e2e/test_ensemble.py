@@ -19,13 +19,18 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def spike_run(tmp_path_factory):
+def spike_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("spike")
+
+
+@pytest.fixture(scope="module")
+def spike_run(spike_dir):
     out = demo.run(
         topology="twitter_remote",
         trace_name="short-spikes",
         duration=60,
         live=False,
-        run_dir=tmp_path_factory.mktemp("spike"),
+        run_dir=spike_dir,
         drain_s=90,
     )
     return out["report"]
@@ -51,6 +56,34 @@ def test_every_event_is_accounted_for(spike_run):
     for s in stages.values():
         assert s["sent"] == s["processed"] == spike_run["admitted"], s
         assert s["lost"] == 0
+
+
+def test_explain_tells_why_an_operator_had_its_replicas(spike_run, spike_dir, capsys):
+    import json
+
+    from services.cli import main
+
+    rows = [json.loads(x) for x in (spike_dir / "decisions.jsonl").read_text().splitlines()]
+    out_ = [d for d in rows if d["operator"] == "classify_content" and d["chosen"] > d["current"]]
+    assert out_, "no scale-out decision recorded"
+    k = out_[0]["interval"]
+    assert (
+        main(
+            [
+                "explain",
+                "--run",
+                str(spike_dir),
+                "--operator",
+                "classify_content",
+                "--interval",
+                str(k),
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert f"interval {k}, operator classify_content" in text
+    assert "the plan scales out to" in text and "PA-SPS Eq. 2" in text
 
 
 def test_shedding_under_overload_accounts_for_every_event(tmp_path):

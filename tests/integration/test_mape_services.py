@@ -36,20 +36,26 @@ def read_all(bootstrap: str, topic: str, timeout: float = 2.0, max_s: float = 20
     return read_topic(bootstrap, topic, timeout, max_s)
 
 
-@pytest.fixture
-def ensemble(kafka_bootstrap, redis_url, redis_client):
+def run_env(bootstrap: str, redis_url: str, **extra: str) -> tuple[str, Topics, dict[str, str]]:
+    """A fresh prefix and topic names, so a test never reads another's records."""
     tag = uuid.uuid4().hex[:6]
     topics = Topics(**{f: f"{tag}.{v}" for f, v in Topics().model_dump().items()})
     env = {
-        "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
         "SPS_TD": "1",
         "SPS_TOPOLOGY": "twitter",
-        "SPS_PREDICTOR": "basic",
         **{f"SPS_TOPICS__{f.upper()}": v for f, v in topics.model_dump().items()},
+        **extra,
     }
-    ensure_topics(kafka_bootstrap, topics.control())
+    ensure_topics(bootstrap, topics.control())
+    return tag, topics, env
+
+
+@pytest.fixture
+def ensemble(kafka_bootstrap, redis_url, redis_client):
+    tag, topics, env = run_env(kafka_bootstrap, redis_url, SPS_PREDICTOR="basic")
     procs = {n: ServiceProcess(n, env).start() for n in ("monitor", "analyze", "plan", "execute")}
     try:
         for p in procs.values():
@@ -114,3 +120,48 @@ def test_spike_scales_out_then_in_and_bad_records_are_dead_lettered(
         assert any("not JSON" in r for r in reasons)
     assert all(p.alive() for p in procs.values())
     assert "sps_deadlettered_total" in procs["monitor"].metrics()
+    # every plan is explained per operator: the spike's scale-out with PA-SPS's inputs
+    decided = [d for d in read_all(kafka_bootstrap, topics.decisions) if "operator" in d]
+    spike = [
+        d
+        for d in decided
+        if d["operator"] == "classify_content" and d["chosen"] >= 4 and d["current"] < 4
+    ]
+    assert spike, decided[-8:]
+    d = spike[0]
+    assert d["rule"].startswith("PA-SPS Eq. 2") and d["asked"] == d["chosen"]
+    assert {"predicted_input", "theta", "queue", "et_ms"} <= set(d["inputs"])
+    assert d["pool"] == [1, topology.load("twitter")["classify_content"].max_replicas]
+
+
+def test_dry_run_decides_and_explains_but_changes_no_count(
+    kafka_bootstrap, redis_url, redis_client
+):
+    from shared.contracts.analysis import OperatorNeed
+    from tests.support.records import analysis_record
+
+    tag, topics, env = run_env(kafka_bootstrap, redis_url, SPS_DRY_RUN="true")
+    procs = [ServiceProcess(n, env).start() for n in ("plan", "execute")]
+    try:
+        for p in procs:
+            p.wait_healthy()
+        time.sleep(4)  # consumer-group joins
+        need = OperatorNeed(replicas=3, current=1, raw_replicas=2.4)
+        rec = analysis_record(7, dict.fromkeys(OPS, need), "pa-sps", 900, time.time())
+        producer = Producer({"bootstrap.servers": kafka_bootstrap})
+        producer.produce(topics.analysis, value=rec.model_dump_json())
+        producer.flush()
+        deadline = time.monotonic() + 60
+        actions: list[dict] = []
+        while not actions and time.monotonic() < deadline:
+            actions = read_all(kafka_bootstrap, topics.actions)
+        assert [a["status"] for a in actions] == ["dry-run"]
+        assert actions[0]["targets"] == dict.fromkeys(OPS, 3)
+        for op in OPS:  # execute wrote nothing but its bootstrap counts
+            assert int(redis_client.get(Keys(tag).active(op))) == 1
+        decided = read_all(kafka_bootstrap, topics.decisions)
+        assert {d["operator"] for d in decided} == set(OPS)
+        assert all(d["dry_run"] and d["chosen"] == 3 for d in decided)
+    finally:
+        for p in procs:
+            p.stop()

@@ -5,10 +5,11 @@ import pytest
 
 from services.plan.core import Planner
 from shared import topology
-from shared.contracts.analysis import AnalysisRecord
+from shared.contracts.analysis import AnalysisRecord, OperatorNeed
 from shared.policies import make_policy
 from shared.simulator import simulate
 from shared.stabilise import Stabilisation, Stabiliser
+from tests.support.records import analysis_record
 
 pytestmark = pytest.mark.unit
 
@@ -42,16 +43,8 @@ def test_the_plan_service_names_the_rule_that_limited_a_plan():
     planner = Planner(topo, scale_down_window_s=3.0)
 
     def record(interval: int, replicas: int) -> AnalysisRecord:
-        ops = {n: {"replicas": replicas, "predicted_load": 0.0, "current": 8} for n in topo.names}
-        return AnalysisRecord(
-            interval=interval,
-            td=1.0,
-            policy="pa-sps:basic",
-            observed_input=0.0,
-            predicted_input=0.0,
-            operators=ops,
-            closed_at=0.0,
-        )
+        need = OperatorNeed(replicas=replicas, current=8)
+        return analysis_record(interval, dict.fromkeys(topo.names, need))
 
     first = planner.plan(record(0, 8))
     dip = planner.plan(record(1, 2))
@@ -80,14 +73,6 @@ def test_an_analysis_that_misses_operators_is_bad_input_not_a_bug():
     from shared.contracts.base import ContractError
 
     topo = topology.load("twitter")
-    rec = AnalysisRecord(
-        interval=0,
-        td=1.0,
-        policy="pa-sps:basic",
-        observed_input=0.0,
-        predicted_input=0.0,
-        operators={"parse": {"replicas": 1, "predicted_load": 0.0, "current": 1}},
-        closed_at=0.0,
-    )
+    rec = analysis_record(0, {"parse": OperatorNeed(replicas=1, current=1)})
     with pytest.raises(ContractError, match="lacks operators"):
         Planner(topo).plan(rec)

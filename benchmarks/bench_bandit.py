@@ -1,0 +1,72 @@
+"""pa-sps:auto (the UCB bandit over the predictors) against each predictor alone, in the
+simulator, scored by the bandit's own reward over the whole run.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_bandit.py [--traces a,b,c]
+(default spikes,pasps-twitter,pasps-twitter-raw)
+
+Per trace: the reward of every pa-sps:<predictor> run and of pa-sps:auto, auto's share of
+the best and of the worst single predictor (issue target: ≥ 0.95 of the best, ≥ 1.20 of
+the worst), and the arms auto chose. Deterministic: the same figures on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from shared import topology, traces
+from shared.bandit import RewardBounds, reward
+from shared.policies import make_policy
+from shared.policies.pa_sps import AUTO_ARMS, PASPSAuto
+from shared.simulator import SimulationResult, simulate
+
+MAX_FITS = 100  # as the CLI: ANN/RF refit at most this often per run
+
+
+def run_reward(r: SimulationResult, goal_ms: float) -> float:
+    """The bandit's reward of a whole run, from the paper's metrics of it."""
+    bounds = RewardBounds(latency_ms=(0.0, goal_ms))
+    m = r.metrics
+    return reward(m.latency_ms, m.throughput_degradation, m.saved_resources, bounds=bounds)
+
+
+def one_trace(name: str, topo_name: str, goal_ms: float, td: float) -> dict[str, object]:
+    topo = topology.load(topo_name)
+    arrivals = traces.load(name).per_interval(td)
+    opts = {
+        "retrain_every": max(1, math.ceil(len(arrivals) / MAX_FITS)),
+        "latency_goal_ms": goal_ms,
+    }
+    rewards: dict[str, float] = {}
+    chosen: dict[str, int] = {}
+    for arm in (*AUTO_ARMS, "auto"):
+        policy = make_policy(f"pa-sps:{arm}", topo, **opts)
+        rewards[arm] = round(run_reward(simulate(topo, arrivals, policy, td), goal_ms), 4)
+        if isinstance(policy, PASPSAuto):
+            for _, a in policy.choices:
+                chosen[a] = chosen.get(a, 0) + 1
+    singles = {a: rewards[a] for a in AUTO_ARMS}
+    best, worst = max(singles.values()), min(singles.values())
+    return {
+        "trace": name,
+        "rewards": rewards,
+        "auto_over_best": round(rewards["auto"] / best, 3),
+        "auto_over_worst": round(rewards["auto"] / worst, 3),
+        "windows_per_arm": chosen,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--traces", default="spikes,pasps-twitter,pasps-twitter-raw")
+    ap.add_argument("--topology", default="twitter")
+    ap.add_argument("--goal-ms", type=float, default=5_000.0)
+    ap.add_argument("--td", type=float, default=1.0)
+    args = ap.parse_args()
+    for name in args.traces.split(","):
+        print(json.dumps(one_trace(name, args.topology, args.goal_ms, args.td)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

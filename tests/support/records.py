@@ -1,0 +1,25 @@
+"""Records tests build by hand, one way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from shared.contracts.analysis import AnalysisRecord, OperatorNeed
+
+
+def analysis_record(
+    interval: int,
+    needs: Mapping[str, OperatorNeed],
+    policy: str = "pa-sps:basic",
+    predicted_input: float = 0.0,
+    closed_at: float = 0.0,
+) -> AnalysisRecord:
+    return AnalysisRecord(
+        interval=interval,
+        td=1.0,
+        policy=policy,
+        observed_input=predicted_input,
+        predicted_input=predicted_input,
+        operators=dict(needs),
+        closed_at=closed_at,
+    )

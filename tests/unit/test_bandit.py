@@ -1,0 +1,73 @@
+"""The UCB bandit over predictors (shared/bandit.py), with hand-computed scores."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared import topology
+from shared.bandit import UCB, RewardBounds, reward
+from shared.interval_stats import IntervalStats, OperatorStats
+from shared.policies import make_policy
+from shared.policies.pa_sps import PASPSAuto
+
+pytestmark = pytest.mark.unit
+
+
+def test_reward_weighs_the_three_normalised_terms():
+    # latency 2,500 of a 5,000 ms goal -> 0.5: 0.34 × 0.5 = 0.170
+    # degradation 0.05 of 0.25 -> 0.2: 0.33 × 0.8 = 0.264
+    # saving 0.25 of 0.5 -> 0.5: 0.33 × 0.5 = 0.165
+    r = reward(2_500, 0.05, 0.25, bounds=RewardBounds(latency_ms=(0, 5_000)))
+    assert r == pytest.approx(0.599)
+    assert reward(9_999, 1.0, 0.0, bounds=RewardBounds(latency_ms=(0, 5_000))) == 0.0  # clamped
+
+
+def test_cold_start_then_the_best_upper_bound():
+    ucb = UCB(("a", "b"), c=2.0, alpha=0.1, cooldown=1)
+    assert ucb.choose() == "a"
+    ucb.update(0.5)  # the first reward is the value: Q[a] = 0.5
+    assert ucb.choose() == "b"
+    ucb.update(0.9)
+    # t = 3: a 0.5 + 2 √(ln 3 / 2) = 1.982, b 0.9 + 2 √(ln 3 / 2) = 2.382
+    assert ucb.choose() == "b"
+    ucb.update(0.1)  # EMA: 0.9 × 0.9 + 0.1 × 0.1 = 0.82
+    assert ucb.q["b"] == pytest.approx(0.82)
+    # before the 4th choice, t = 3: a 0.5 + 2 √(ln 3 / 2) = 1.9823, b 0.82 + 2 √(ln 3 / 3)
+    # = 2.0303; the choice itself counts t = 4: a 2.1651, b 2.1796 -> b again
+    assert ucb.score("a") == pytest.approx(1.98230, abs=1e-4)
+    assert ucb.score("b") == pytest.approx(2.03030, abs=1e-4)
+    assert ucb.choose() == "b"
+
+
+def test_an_arm_is_kept_for_its_cooldown():
+    ucb = UCB(("a", "b", "c"), cooldown=2)
+    seen = []
+    for _ in range(6):
+        seen.append(ucb.choose())
+        ucb.update(0.5)
+    assert seen == ["a", "a", "b", "b", "c", "c"]
+
+
+def stats(k: int, rate: float) -> IntervalStats:
+    ops = {
+        n: OperatorStats(
+            received=rate, processed=rate, queued=0, active_replicas=1, received_from={}, et_s=0.001
+        )
+        for n in ("parse", "classify_content", "classify_author", "store")
+    }
+    return IntervalStats(k, 1.0, rate, ops, latency_ms=100.0)
+
+
+def test_pa_sps_auto_tries_every_predictor_and_all_of_them_observe():
+    topo = topology.load("twitter")
+    policy = make_policy("pa-sps:auto", topo, retrain_every=50)
+    assert isinstance(policy, PASPSAuto) and policy.name == "pa-sps:auto"
+    policy.window = 1
+    for k in range(12):
+        policy.analyze(stats(k, 100.0 + k))
+    arms = [a for _, a in policy.choices]
+    # cold start, each kept two windows: basic, lr, fft, ann, rf
+    assert arms[:10] == ["basic", "basic", "lr", "lr", "fft", "fft", "ann", "ann", "rf", "rf"]
+    # every member saw every interval, so the next chosen one forecasts from all of it
+    assert policy.predictor.members["rf"].predict() > 0  # type: ignore[attr-defined]
+    assert all(len(p._samples) == 12 for p in policy.predictor.members.values())  # type: ignore[attr-defined]
