@@ -24,7 +24,8 @@ system-deps: ## apt-install redis-server and Java if they are missing
 
 prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make test does too)
 	@command -v prometheus >/dev/null || { $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; } \
+	  || echo "warning: prometheus could not be installed; its e2e test will be skipped"
 
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }

@@ -48,6 +48,7 @@ class RunMetrics:
     expired: float = 0.0  # events older than t_out, Σ over operators
     dropped: float = 0.0  # events refused by a full queue (q_size), Σ over operators
     queued_at_end: float = 0.0  # still waiting when the run (and its drain) ended
+    rescales_per_hour: float = 0.0  # reconfigurations per hour of the run (flapping)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,7 +72,11 @@ def processed_ratio(completed: float, entered: float) -> float:
     return completed / entered if entered > 0 else 1.0
 
 
-def summarise(topo: Topology, s: Series) -> RunMetrics:
+def per_hour(count: float, intervals: int, td: float) -> float:
+    return count * 3600.0 / (intervals * td) if intervals and td > 0 else 0.0
+
+
+def summarise(topo: Topology, s: Series, td: float = 1.0) -> RunMetrics:
     n = s.replay_intervals or len(s.input_events)
     total = s.total_replicas()[:n]
     completed = float(np.sum(s.completed))
@@ -95,4 +100,5 @@ def summarise(topo: Topology, s: Series) -> RunMetrics:
         expired=float(np.sum(s.expired)),
         dropped=float(np.sum(s.dropped)),
         queued_at_end=float(s.queued[-1]) if s.queued else 0.0,
+        rescales_per_hour=per_hour(int((deltas > 0).sum()), n, td),
     )

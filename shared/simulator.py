@@ -222,7 +222,7 @@ def simulate(
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))
         prev_prediction = analysis.predicted_input
         t += 1
-    return SimulationResult(policy.name, summarise(topo, s), s, td)
+    return SimulationResult(policy.name, summarise(topo, s, td), s, td)
 
 
 def _mean_ms(latency_s: float, n: float) -> float:

@@ -19,7 +19,7 @@ import numpy as np
 from shared import topology as topology_mod
 from shared import traces
 from shared.policies import make_policy
-from shared.run_metrics import edge_degradation
+from shared.run_metrics import edge_degradation, per_hour
 from shared.simulator import EngineModel, Limits, SimulationResult, simulate
 from shared.stabilise import Stabilisation
 
@@ -91,6 +91,7 @@ def simulated(
         # the fluid model has one latency per interval: the p99 over intervals, by events
         "latency_ms_p99": _weighted_percentile(lat, sink, 99) if sink.sum() else None,
         "rescales": m.reconfigurations,
+        "rescales_per_hour": m.rescales_per_hour,
         "expired": m.expired,
     }
     n = res.series.replay_intervals
@@ -128,6 +129,9 @@ def live_figures(
         "latency_ms": report.get("latency_ms_mean"),
         "latency_ms_p99": report.get("latency_ms_p99"),
         "rescales": rescales,
+        "rescales_per_hour": per_hour(
+            rescales, len(window), float(window[0].get("td", 1.0)) if window else 1.0
+        ),
         "expired": report.get("expired"),
     }
     return figures, [int(x) for x in total]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from shared.id_ledger import StageAccount
-from shared.run_metrics import edge_degradation
+from shared.run_metrics import edge_degradation, per_hour
 from shared.topology import Topology
 
 
@@ -116,6 +117,16 @@ def build(
         "unkeyed": int(ingress_counts.get("unkeyed", 0)),
         "scale_out_actions": out_n,
         "scale_in_actions": in_n,
+        # operator-intervals whose count changed, per hour of the replay (flapping)
+        "rescales_per_hour": per_hour(
+            sum(
+                s["operators"][n]["active_replicas"] != p["operators"][n]["active_replicas"]
+                for p, s in itertools.pairwise(stats)
+                for n in topo.names
+            ),
+            len(stats),
+            float(stats[0].get("td", 1.0)) if stats else 1.0,
+        ),
         "latency_ms_mean": lat_mean,
         "latency_ms_p99": float(np.percentile(lat, 99)) if len(lat) else None,
         "queuing_ms_mean": queuing_mean,

@@ -204,6 +204,8 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "threshold_analyze" / "thresh
 def swapped(tmp_path_factory):
     """`up --replace analyze=… --prometheus` with the third-party example (it imports
     nothing of the project) and a trickle of traffic."""
+    import shutil
+
     import numpy as np
 
     from services.ensemble.replay import replay
@@ -216,7 +218,11 @@ def swapped(tmp_path_factory):
     replace = {"analyze": [sys.executable, str(EXAMPLE)]}
     env = {"THRESHOLD_MIN_REPLICAS": "2"}
     run_dir = tmp_path_factory.mktemp("swap")
-    with up("twitter_remote", run_dir, extra_env=env, replace=replace, with_prometheus=True) as ens:
+    # `make test` installs Debian's prometheus; without it the swap is still tested
+    with_prometheus = shutil.which("prometheus") is not None
+    with up(
+        "twitter_remote", run_dir, extra_env=env, replace=replace, with_prometheus=with_prometheus
+    ) as ens:
         stop = threading.Event()
         traffic = threading.Thread(
             target=replay,
@@ -260,7 +266,8 @@ def test_prometheus_scrapes_every_service_with_compose_s_config(swapped):
     from services.ensemble.prometheus import wait_all_up
 
     ens, _ = swapped
-    assert ens.prometheus_url is not None
+    if ens.prometheus_url is None:
+        pytest.skip("no prometheus binary: `make prometheus` (make test installs it)")
     seen = wait_all_up(ens.prometheus_url, timeout=120)
     jobs = {t["job"] for t in seen}
     assert jobs == {c.name for c in ens.children} | {"prometheus"}, seen

@@ -59,3 +59,13 @@ def test_plots_are_written_with_tau(tmp_path):
     names = {f.name for f in files}
     assert names == {"input_vs_throughput.png", "replicas.png", "shed_ratio.png", "latency.png"}
     assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_rescales_per_hour_scale_a_run_to_an_hour():
+    from shared.run_metrics import per_hour
+
+    # 90 changes in 60 one-second intervals: 90 × 3600 / 60 = 5,400 an hour
+    assert per_hour(90, 60, 1.0) == 5_400
+    # 20 changes in 96 intervals of 15 min (a day): 20 / 24 h
+    assert per_hour(20, 96, 900.0) == pytest.approx(20 / 24)
+    assert per_hour(5, 0, 1.0) == 0.0
