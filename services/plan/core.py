@@ -28,13 +28,16 @@ class Planner:
         self.scale_down_window_s = scale_down_window_s
         self.max_step = max_step
         self._stabiliser: Stabiliser | None = None
+        self._built = False
 
     def stabiliser(self, td: float) -> Stabiliser | None:
-        """Built at the first analysis: the window in intervals needs td."""
-        if self._stabiliser is None:
+        """Built at the first analysis (the window in intervals needs td), once: None when
+        no rule is enabled."""
+        if not self._built:
             window = math.ceil(self.scale_down_window_s / td - 1e-9)
             rules = Stabilisation(window, self.max_step)
             self._stabiliser = Stabiliser(rules) if rules.enabled else None
+            self._built = True
         return self._stabiliser
 
     def plan(self, rec: AnalysisRecord) -> PlanRecord:
