@@ -87,55 +87,89 @@ def create_topics(settings: DataplaneSettings, topo: Any) -> None:
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
 
 
+def query_groups(settings: DataplaneSettings) -> list[list[str]]:
+    """One query serving every operator (one micro-batch cycle per hop), or one each."""
+    names = [op.name for op in topology_mod.load(settings.topology).operators]
+    return [names] if settings.one_query else [[n] for n in names]
+
+
+def start_query(spark: Any, settings: DataplaneSettings, ops: list[str]) -> Any:
+    """The streaming query serving ``ops``; restarted, it resumes from its checkpoint."""
+    label = "ops" if len(ops) > 1 else ops[0]
+    df = (
+        spark.readStream.format("sps_kafka")
+        .option("operators", ",".join(ops))
+        .options(**topology_options(settings.topology))
+        .option("bootstrap", settings.kafka_bootstrap_servers)
+        .option("redis_url", settings.redis_url)
+        .option("prefix", settings.key_prefix)
+        .option("td", str(settings.td))
+        .option("max_per_task", str(settings.max_events_per_task))
+        .option("cost_mode", cost_mode(settings))
+        .option("tasks_per_query", str(settings.tasks_per_query))
+        .option("max_batch_s", str(settings.max_batch_s))
+        .option("t_out_s", str(settings.t_out_s))
+        .option("track_ids", "1" if settings.track_ids else "0")
+        .option("metrics_topic", settings.topics.metrics)
+        .option("fixed_replicas", str(settings.fixed_replicas or ""))
+        .option("partition_ends", settings.partition_ends)
+        .option("deadletter_topic", settings.topics.deadletter)
+        .load()
+    )
+    return (
+        df.writeStream.format("noop")
+        .queryName(f"op_{label}")
+        .option("checkpointLocation", str(Path(settings.checkpoint_dir) / label))
+        # walCommit + commitOffsets were ~300 of a 457 ms cycle with 4 queries
+        # (ARCHITECTURE.md): write the offset log off the batch's critical path.
+        .option("asyncProgressTrackingEnabled", str(settings.async_progress).lower())
+        .trigger(processingTime=f"{int(settings.trigger_ms)} milliseconds")
+        .start()
+    )
+
+
 def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
     from services.dataplane.source import SpsKafkaSource
-
-    topo = topology_mod.load(settings.topology)
-    spark.dataSource.register(SpsKafkaSource)
-    keys = Keys(settings.key_prefix)
-    queries = []
-    ckpt = Path(settings.checkpoint_dir)
-    names = [op.name for op in topo.operators]
-    # One query serving every operator (one micro-batch cycle per hop), or one each.
-    groups = [names] if settings.one_query else [[n] for n in names]
-    for ops in groups:
-        label = "ops" if len(ops) > 1 else ops[0]
-        df = (
-            spark.readStream.format("sps_kafka")
-            .option("operators", ",".join(ops))
-            .options(**topology_options(settings.topology))
-            .option("bootstrap", settings.kafka_bootstrap_servers)
-            .option("redis_url", settings.redis_url)
-            .option("prefix", settings.key_prefix)
-            .option("td", str(settings.td))
-            .option("max_per_task", str(settings.max_events_per_task))
-            .option("cost_mode", cost_mode(settings))
-            .option("tasks_per_query", str(settings.tasks_per_query))
-            .option("max_batch_s", str(settings.max_batch_s))
-            .option("t_out_s", str(settings.t_out_s))
-            .option("track_ids", "1" if settings.track_ids else "0")
-            .option("metrics_topic", settings.topics.metrics)
-            .option("fixed_replicas", str(settings.fixed_replicas or ""))
-            .option("partition_ends", settings.partition_ends)
-            .option("deadletter_topic", settings.topics.deadletter)
-            .load()
-        )
-        q = (
-            df.writeStream.format("noop")
-            .queryName(f"op_{label}")
-            .option("checkpointLocation", str(ckpt / label))
-            # walCommit + commitOffsets were ~300 of a 457 ms cycle with 4 queries
-            # (ARCHITECTURE.md): write the offset log off the batch's critical path.
-            .option("asyncProgressTrackingEnabled", str(settings.async_progress).lower())
-            .trigger(processingTime=f"{int(settings.trigger_ms)} milliseconds")
-            .start()
-        )
-        queries.append(q)
     from shared.redis_client import redis_client
 
+    spark.dataSource.register(SpsKafkaSource)
+    queries = [start_query(spark, settings, ops) for ops in query_groups(settings)]
     r = redis_client(settings.redis_url)
-    r.rpush(f"{keys.prefix}:dp:runs", json.dumps({q.name: q.runId for q in queries}))
+    prefix = Keys(settings.key_prefix).prefix
+    r.rpush(f"{prefix}:dp:runs", json.dumps({q.name: q.runId for q in queries}))
     return queries
+
+
+# Spark waits a hard-coded 10 s for the Python worker that plans a Python data source's
+# batch to connect back; a loaded 2-core machine starting three JVMs can miss it. The
+# query is restarted from its checkpoint (nothing is lost or read twice); anything else
+# fails the dataplane, which its supervisor restarts.
+TRANSIENT_QUERY_ERRORS = ("Python worker failed to connect back",)
+MAX_QUERY_RESTARTS = 3
+
+
+def watch(spark: Any, settings: DataplaneSettings, queries: list[Any]) -> None:
+    """Until a query stops: restart one that failed transiently, raise on anything else."""
+    groups = query_groups(settings)
+    restarts = 0
+    while True:
+        time.sleep(0.5)
+        for k, q in enumerate(queries):
+            if q.isActive:
+                continue
+            exc = q.exception()
+            if exc is None:
+                return  # stopped on purpose
+            if any(t in str(exc) for t in TRANSIENT_QUERY_ERRORS) and restarts < MAX_QUERY_RESTARTS:
+                restarts += 1
+                log.warning(
+                    "query %s failed (%s); restarting it from its checkpoint",
+                    q.name,
+                    str(exc).splitlines()[0],
+                )
+                queries[k] = start_query(spark, settings, groups[k])
+                continue
+            raise RuntimeError(f"query {q.name} failed: {exc}")
 
 
 def serve_observability(
@@ -161,11 +195,7 @@ def run(settings: DataplaneSettings) -> None:
     log.info("%d queries running for %s", len(queries), topo.name)
     serve_observability(settings, topo, lambda: queries)
     try:
-        while all(q.isActive for q in queries):
-            time.sleep(0.5)
-        for q in queries:
-            if q.exception() is not None:
-                raise RuntimeError(f"query {q.name} failed: {q.exception()}")
+        watch(spark, settings, queries)
     finally:
         for q in queries:
             q.stop()

@@ -1,0 +1,49 @@
+"""The dataplane restarts a query that failed transiently and fails on anything else
+(the restart logic alone; the queries are stand-ins, the real ones run in the
+integration tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from services.dataplane import job
+from shared.settings import DataplaneSettings
+
+pytestmark = pytest.mark.unit
+
+
+@dataclass
+class StoppedQuery:
+    error: str | None
+    name: str = "op_ops"
+    isActive: bool = False
+
+    def exception(self) -> str | None:
+        return self.error
+
+
+def test_a_worker_timeout_restarts_the_query_then_a_bug_fails_the_dataplane(monkeypatch):
+    monkeypatch.setattr(job.time, "sleep", lambda s: None)
+    started = []
+    later = [
+        StoppedQuery("Python worker failed to connect back."),
+        StoppedQuery("ZeroDivisionError"),
+    ]
+
+    def start_query(spark, settings, ops):
+        started.append(ops)
+        return later.pop(0)
+
+    monkeypatch.setattr(job, "start_query", start_query)
+    queries = [StoppedQuery("SparkException: Python worker failed to connect back.")]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        job.watch(None, DataplaneSettings(), queries)
+    assert len(started) == 2  # two transient failures restarted, the bug was not
+    assert started[0] == ["parse", "classify_content", "classify_author", "store"]
+
+
+def test_a_query_stopped_on_purpose_ends_the_watch(monkeypatch):
+    monkeypatch.setattr(job.time, "sleep", lambda s: None)
+    job.watch(None, DataplaneSettings(), [StoppedQuery(None)])
