@@ -1,5 +1,5 @@
 """Reading a whole topic back (reports, tests). aiokafka: it reads the embedded broker's
-batches reliably, and stops after ``quiet_s`` without news or ``max_s`` in all."""
+batches reliably; a read stops at what was written before it began."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import Any
 
 
 def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 20.0) -> list[Any]:
-    """Every JSON record of ``topic`` (all partitions); non-JSON records are skipped."""
+    """Every JSON record of ``topic`` (all partitions) written before the call; non-JSON
+    records are skipped.
+
+    A partition is caught up once it yields a record stamped after the read began, and
+    the read ends when no partition that is not caught up has delivered for ``quiet_s``
+    (or after ``max_s``). Services that keep publishing every interval therefore do not
+    hold the read open until ``max_s``. Why not the high watermarks: the embedded broker
+    reports them wrongly (``high_watermarks``). A broker that stamps no time falls back
+    to the quiet rule alone."""
     from aiokafka import AIOKafkaConsumer
 
     from shared.connections import KafkaSecurity
@@ -24,15 +32,22 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
             enable_auto_commit=False,
             **KafkaSecurity().aiokafka(),
         )
+        began_ms = time.time() * 1000.0
         await c.start()
         out: list[Any] = []
+        caught_up: set[Any] = set()
         try:
             quiet = begin = time.monotonic()
             while time.monotonic() - quiet < quiet_s and time.monotonic() - begin < max_s:
                 batch = await c.getmany(timeout_ms=200)
-                for msgs in batch.values():
+                for tp, msgs in batch.items():
+                    if tp in caught_up:
+                        continue
                     quiet = time.monotonic()
                     for m in msgs:
+                        if m.timestamp is not None and m.timestamp >= began_ms:
+                            caught_up.add(tp)  # written after the call began: not ours
+                            continue
                         try:
                             out.append(json.loads(m.value))
                         except ValueError:
