@@ -15,13 +15,12 @@ import argparse
 import json
 import math
 
+from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
 from shared import topology, traces
 from shared.bandit import RewardBounds, reward
 from shared.policies import make_policy
 from shared.policies.pa_sps import AUTO_ARMS, PASPSAuto
 from shared.simulator import SimulationResult, simulate
-
-MAX_FITS = 100  # as the CLI: ANN/RF refit at most this often per run
 
 
 def run_reward(r: SimulationResult, goal_ms: float) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from shared import stela
 from shared.policies.base import Analysis
-from shared.stabilise import Stabiliser
+from shared.stabilise import Backlog, Stabiliser
 from shared.topology import Topology
 
 
@@ -33,14 +33,17 @@ def make_plan(
     td: float,
     budget: int | None = None,
     stabiliser: Stabiliser | None = None,
+    backlog: Mapping[str, Backlog] | None = None,
 ) -> Plan:
+    """``backlog`` (per operator) feeds the stabiliser's backlog rule."""
     wanted = {
         op.name: max(op.min_replicas, min(op.max_replicas, analysis.operators[op.name].replicas))
         for op in topo.operators
     }
     limited: dict[str, str] = {}
     if stabiliser is not None:
-        wanted, limited = stabiliser.apply(current, wanted)
+        raw = {n: d.raw_replicas for n, d in analysis.operators.items()}
+        wanted, limited = stabiliser.apply(current, wanted, raw, backlog, td)
     bound = False
     if budget is not None and sum(wanted.values()) > budget:
         asked = wanted

@@ -56,10 +56,14 @@ class AnalyzeSettings(ServiceSettings):
 
 class PlanSettings(ServiceSettings):
     budget: int | None = Field(default=None, ge=0)
-    # shared/stabilise.py: scale in only to the highest count asked for in this window;
-    # at most max_step replicas more or fewer per operator per plan. Both off by default.
+    # shared/stabilise.py: scale in only to the highest count asked for in this window, and
+    # only as far as the raw need plus a margin (replicas); no scale-in while a backlog is
+    # caught up; at most max_step replicas more or fewer per operator per plan. All off by
+    # default.
     scale_down_window_s: float = Field(default=0.0, ge=0)
     max_step: int | None = Field(default=None, ge=1)
+    scale_down_margin: float = Field(default=0.0, ge=0)
+    hold_on_backlog: bool = False
 
 
 class ExecuteSettings(ServiceSettings):

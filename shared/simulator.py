@@ -26,7 +26,7 @@ from shared.interval_stats import IntervalStats, OperatorStats
 from shared.plan import make_plan
 from shared.policies.base import Policy
 from shared.run_metrics import RunMetrics, summarise
-from shared.stabilise import Stabilisation, Stabiliser
+from shared.stabilise import Stabilisation, Stabiliser, backlogs
 from shared.topology import SOURCE, Operator, Topology
 
 
@@ -212,11 +212,10 @@ def simulate(
                 acc.sink += proc
                 acc.latency_s += sum(c.amount * (c.ready - c.born) for c in done[name])
             s.replicas[name].append(active[name])
-        analysis = policy.analyze(
-            IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
-        )
+        stats = IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
+        analysis = policy.analyze(stats)
         b = budget_at(t) if budget_at is not None else budget
-        plan = make_plan(topo, analysis, active, td, b, stabiliser)
+        plan = make_plan(topo, analysis, active, td, b, stabiliser, backlogs(stats, analysis))
         pending.append(dict(plan.targets))
         active = pending.popleft()
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))

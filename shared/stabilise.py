@@ -1,11 +1,17 @@
 """Plan stabilisation: fewer, calmer rescales, for every policy (PA-SPS included).
 
-Two rules, both off by default (the papers' policies run as written):
+Four rules, all off by default (the papers' policies run as written):
 
 * a **scale-down stabilisation window** of N intervals: an operator is scaled in only to
   the highest count any policy recommendation of the last N intervals asked for (the
   Kubernetes HPA's ``stabilizationWindowSeconds`` for scale-down), so a dip of one
   interval between two busy ones changes nothing; scale-out is never delayed;
+* a **scale-down margin** of m replicas: scaling in goes only as far as the policy's raw
+  need plus m (``ceil(raw + m)``), so a need that hovers just below an integer does not
+  flip the count at every interval (a dead band, as the HPA's 10 % tolerance);
+* **no scale-down while a backlog is being caught up**: an operator scales in no further
+  than the fewest replicas that process its queue plus its predicted input within one
+  interval (``Backlog.replicas_to_clear``);
 * a **maximum change per step**: at most ``max_step`` replicas added or removed per
   operator per plan.
 
@@ -15,19 +21,57 @@ Why: a per-interval predictor on a bursty input flaps (PA-SPS changed counts 118
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from shared.interval_stats import IntervalStats
+from shared.policies.base import Analysis
 
 
 @dataclass(frozen=True)
 class Stabilisation:
     scale_down_window: int = 0  # intervals; 0: scale in as soon as the policy says
     max_step: int | None = None  # replicas per operator per plan; None: unbounded
+    scale_down_margin: float = 0.0  # replicas kept above the raw need when scaling in
+    hold_on_backlog: bool = False  # no scale-in while the queue is being caught up
 
     @property
     def enabled(self) -> bool:
-        return self.scale_down_window > 0 or self.max_step is not None
+        return (
+            self.scale_down_window > 0
+            or self.max_step is not None
+            or self.scale_down_margin > 0
+            or self.hold_on_backlog
+        )
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What an operator must still process: its queue at the end of the interval, the
+    events predicted for the next one, and its measured seconds per event."""
+
+    queued: float
+    predicted: float
+    et_s: float
+
+    def fits(self, replicas: int, td: float) -> bool:
+        """Would ``replicas`` clear the queue and the next interval's input within td?"""
+        return (self.queued + self.predicted) * self.et_s <= replicas * td
+
+    def replicas_to_clear(self, td: float) -> int:
+        """The fewest replicas that ``fits``."""
+        return math.ceil((self.queued + self.predicted) * self.et_s / td - 1e-9)
+
+
+def backlogs(stats: IntervalStats, analysis: Analysis) -> dict[str, Backlog]:
+    """Each operator's backlog after ``stats``, from the measured queue and et."""
+    return {
+        n: Backlog(o.queued, analysis.operators[n].predicted_load, o.et_s)
+        for n, o in stats.operators.items()
+        if n in analysis.operators
+    }
 
 
 @dataclass
@@ -38,23 +82,83 @@ class Stabiliser:
     _seen: dict[str, deque[int]] = field(default_factory=dict)
 
     def apply(
-        self, current: Mapping[str, int], wanted: Mapping[str, int]
+        self,
+        current: Mapping[str, int],
+        wanted: Mapping[str, int],
+        raw: Mapping[str, float] | None = None,
+        backlog: Mapping[str, Backlog] | None = None,
+        td: float = 1.0,
     ) -> tuple[dict[str, int], dict[str, str]]:
-        """The targets after the rules, and per operator the rule that limited it."""
+        """The targets after the rules, and per operator the rule that limited it.
+        ``raw``: the policy's unrounded need (the margin applies where it is > 0);
+        ``backlog``: per operator, for the backlog rule."""
         out: dict[str, int] = {}
         limited: dict[str, str] = {}
         for name, want in wanted.items():
             seen = self._seen.setdefault(name, deque(maxlen=max(1, self.rules.scale_down_window)))
             seen.append(want)
             cur = current.get(name, want)
-            target = want
-            if self.rules.scale_down_window > 0 and want < cur:
-                target = min(cur, max(seen))
-                if target != want:
-                    limited[name] = "scale-down window"
+            target, rule = self._scale_in(name, cur, want, seen, raw, backlog, td)
             step = self.rules.max_step
             if step is not None and abs(target - cur) > step:
                 target = cur + step if target > cur else cur - step
-                limited[name] = "max step"
+                rule = "max step"
             out[name] = target
+            if rule:
+                limited[name] = rule
         return out, limited
+
+    def _scale_in(
+        self,
+        name: str,
+        cur: int,
+        want: int,
+        seen: deque[int],
+        raw: Mapping[str, float] | None,
+        backlog: Mapping[str, Backlog] | None,
+        td: float,
+    ) -> tuple[int, str]:
+        """The scale-in rules, in order: window, margin, backlog; scale-out passes."""
+        if want >= cur:
+            return want, ""
+        target, rule = want, ""
+        if self.rules.scale_down_window > 0 and max(seen) > target:
+            target, rule = min(cur, max(seen)), "scale-down window"
+        need = (raw or {}).get(name, 0.0)
+        if self.rules.scale_down_margin > 0 and need > 0:
+            kept = min(cur, math.ceil(need + self.rules.scale_down_margin - 1e-9))
+            if kept > target:
+                target, rule = kept, "scale-down margin"
+        b = (backlog or {}).get(name)
+        if self.rules.hold_on_backlog and target < cur and b is not None and not b.fits(target, td):
+            target, rule = min(cur, b.replicas_to_clear(td)), "backlog"
+        return target, rule
+
+
+# The preset benchmarks/bench_stabiliser.py measured (td = 1 s): a 3-interval window, a
+# margin of 0.45 replica, no scale-in while a backlog is caught up.
+CALM = Stabilisation(scale_down_window=3, scale_down_margin=0.45, hold_on_backlog=True)
+PRESETS = {"calm": CALM}
+
+
+def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
+    """``pa-sps:lr+calm`` -> (``pa-sps:lr``, CALM): a policy and the stabiliser preset it
+    runs with (None: the run's own settings)."""
+    policy, _, preset = spec.partition("+")
+    if not preset:
+        return policy, None
+    if preset not in PRESETS:
+        raise ValueError(f"unknown stabiliser preset {preset!r} in {spec!r}: {sorted(PRESETS)}")
+    return policy, PRESETS[preset]
+
+
+def plan_env(rules: Stabilisation, td: float) -> dict[str, str]:
+    """The plan service's settings (shared.settings.PlanSettings) for these rules."""
+    env = {
+        "SPS_SCALE_DOWN_WINDOW_S": str(rules.scale_down_window * td),
+        "SPS_SCALE_DOWN_MARGIN": str(rules.scale_down_margin),
+        "SPS_HOLD_ON_BACKLOG": str(rules.hold_on_backlog).lower(),
+    }
+    if rules.max_step is not None:
+        env["SPS_MAX_STEP"] = str(rules.max_step)
+    return env

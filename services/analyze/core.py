@@ -61,6 +61,8 @@ class Analyzer:
                 raw_replicas=d.raw_replicas,
                 inputs=dict(d.inputs),
                 rule=d.rule,
+                queued=max(0.0, rec.operators[n].queued),
+                et_s=max(0.0, rec.operators[n].et_ms) / 1000.0,
             )
             for n, d in analysis.operators.items()
         }

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -47,6 +48,23 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--max-step", type=int, help="at most N replicas changed per operator per plan")
     p.add_argument(
+        "--scale-down-margin",
+        type=float,
+        default=0.0,
+        help="replicas: scale in only as far as ceil(raw need + MARGIN) (default off)",
+    )
+    p.add_argument(
+        "--hold-on-backlog",
+        action="store_true",
+        help="no scale-in while the queue and next input would not clear in one interval",
+    )
+    p.add_argument(
+        "--calm",
+        action="store_true",
+        help="the measured stabiliser preset (shared.stabilise.CALM: a 3-interval window, "
+        "margin 0.45, --hold-on-backlog); a policy spec may say it itself: pa-sps:lr+calm",
+    )
+    p.add_argument(
         "--eq7-weight",
         choices=["theta_p", "theta_ip"],
         default="theta_p",
@@ -68,6 +86,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     from shared.policies import make_policy
     from shared.simulator import Limits, simulate
+    from shared.stabilise import split_spec
 
     topo, trace = _load(args)
     for flag, v in (("--t-out", args.t_out), ("--q-size", args.q_size)):
@@ -89,19 +108,19 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     budget_at = _budget_schedule(args.budget_schedule, args.td, args.budget)
     results = []
     for spec in specs:
-        policy = make_policy(spec, topo, **opts)
-        results.append(
-            simulate(
-                topo,
-                arrivals,
-                policy,
-                args.td,
-                budget=args.budget,
-                budget_at=budget_at,
-                limits=limits,
-                stabilisation=rules,
-            )
+        name, preset = split_spec(spec)
+        policy = make_policy(name, topo, **opts)
+        result = simulate(
+            topo,
+            arrivals,
+            policy,
+            args.td,
+            budget=args.budget,
+            budget_at=budget_at,
+            limits=limits,
+            stabilisation=preset or rules,
         )
+        results.append(dataclasses.replace(result, policy=spec) if preset else result)
     return results
 
 
@@ -113,14 +132,14 @@ def stabilisation(args: argparse.Namespace) -> Any:
 
     if args.scale_down_window < 0 or (args.max_step is not None and args.max_step < 1):
         raise ValueError("--scale-down-window must be >= 0 and --max-step >= 1")
-    return Stabilisation(math.ceil(args.scale_down_window / args.td - 1e-9), args.max_step)
+    if args.scale_down_margin < 0:
+        raise ValueError("--scale-down-margin must be >= 0")
+    if getattr(args, "calm", False):
+        from shared.stabilise import CALM
 
-
-def stabilisation_env(args: argparse.Namespace) -> dict[str, str]:
-    env = {"SPS_SCALE_DOWN_WINDOW_S": str(args.scale_down_window)}
-    if args.max_step is not None:
-        env["SPS_MAX_STEP"] = str(args.max_step)
-    return env
+        return CALM
+    window = math.ceil(args.scale_down_window / args.td - 1e-9)
+    return Stabilisation(window, args.max_step, args.scale_down_margin, args.hold_on_backlog)
 
 
 def _budget_schedule(text: str | None, td: float, default: int | None) -> Any:
@@ -206,7 +225,16 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     specs = [x.strip() for x in (args.policies or LIVE_DEFAULT).split(",") if x.strip()]
     env = {"SPS_T_OUT_S": str(args.t_out)} if args.t_out else {}
-    rows = live_compare.run(sc, specs, out, extra_env=env, drain_s=args.drain, t_out_s=args.t_out)
+    rules = stabilisation(args)
+    rows = live_compare.run(
+        sc,
+        specs,
+        out,
+        extra_env=env,
+        drain_s=args.drain,
+        t_out_s=args.t_out,
+        stabilisation=rules if rules.enabled else None,
+    )
     (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
     png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")
     if args.json:

@@ -21,7 +21,7 @@ from shared import traces
 from shared.policies import make_policy
 from shared.run_metrics import edge_degradation, per_hour
 from shared.simulator import EngineModel, Limits, SimulationResult, simulate
-from shared.stabilise import Stabilisation
+from shared.stabilise import Stabilisation, plan_env, split_spec
 
 FIGURES = (
     "saved_resources",
@@ -178,22 +178,25 @@ def run(
 
     rows = []
     for spec in policies:
-        run_dir = out_dir / spec.replace(":", "-")
+        name, preset = split_spec(spec)  # pa-sps:lr+calm: the calm stabiliser, both sides
+        rules = preset or stabilisation
+        calm_env = plan_env(rules, sc.td) if rules is not None else {}
+        run_dir = out_dir / spec.replace(":", "-").replace("+", "-")
         out = demo.run(
             topology=sc.topology,
             trace_name=sc.trace,
             duration=sc.duration,
-            policy=spec,
+            policy=name,
             peak_rate=sc.peak_rate,
             run_dir=run_dir,
             live=False,
             drain_s=drain_s,
-            extra_env={"SPS_COST_MODE": "wait", **(extra_env or {})},
+            extra_env={"SPS_COST_MODE": "wait", **(extra_env or {}), **calm_env},
             compare_static=False,
         )
         topo = topology_mod.load(sc.topology)
         live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])
-        sim, sim_r = simulated(sc, spec, engine, Limits(t_out_s=t_out_s), drain_s, stabilisation)
+        sim, sim_r = simulated(sc, name, engine, Limits(t_out_s=t_out_s), drain_s, rules)
         rows.append(
             {
                 "policy": spec,

@@ -16,6 +16,8 @@ def build(settings: PlanSettings) -> ServiceApp:
         settings.budget,
         settings.scale_down_window_s,
         settings.max_step,
+        settings.scale_down_margin,
+        settings.hold_on_backlog,
     )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)

@@ -11,7 +11,7 @@ from shared.contracts.decision import DecisionRecord
 from shared.contracts.plan import PlanRecord
 from shared.plan import make_plan
 from shared.policies.base import Analysis, OperatorDecision
-from shared.stabilise import Stabilisation, Stabiliser
+from shared.stabilise import Backlog, Stabilisation, Stabiliser
 from shared.topology import Topology
 
 
@@ -22,11 +22,15 @@ class Planner:
         budget: int | None = None,
         scale_down_window_s: float = 0.0,
         max_step: int | None = None,
+        scale_down_margin: float = 0.0,
+        hold_on_backlog: bool = False,
     ) -> None:
         self.topology = topology
         self.budget = budget
         self.scale_down_window_s = scale_down_window_s
         self.max_step = max_step
+        self.scale_down_margin = scale_down_margin
+        self.hold_on_backlog = hold_on_backlog
         self._stabiliser: Stabiliser | None = None
         self._built = False
 
@@ -35,7 +39,9 @@ class Planner:
         no rule is enabled."""
         if not self._built:
             window = math.ceil(self.scale_down_window_s / td - 1e-9)
-            rules = Stabilisation(window, self.max_step)
+            rules = Stabilisation(
+                window, self.max_step, self.scale_down_margin, self.hold_on_backlog
+            )
             self._stabiliser = Stabiliser(rules) if rules.enabled else None
             self._built = True
         return self._stabiliser
@@ -47,12 +53,15 @@ class Planner:
         analysis = Analysis(
             rec.interval,
             rec.predicted_input,
-            {n: OperatorDecision(o.replicas, o.predicted_load) for n, o in rec.operators.items()},
+            {
+                n: OperatorDecision(o.replicas, o.predicted_load, o.raw_replicas)
+                for n, o in rec.operators.items()
+            },
         )
         current = {n: o.current for n, o in rec.operators.items()}
-        p = make_plan(
-            self.topology, analysis, current, rec.td, self.budget, self.stabiliser(rec.td)
-        )
+        backlog = {n: Backlog(o.queued, o.predicted_load, o.et_s) for n, o in rec.operators.items()}
+        stabiliser = self.stabiliser(rec.td)
+        p = make_plan(self.topology, analysis, current, rec.td, self.budget, stabiliser, backlog)
         return PlanRecord(
             plan_id=f"interval-{rec.interval}",
             interval=rec.interval,

@@ -76,3 +76,89 @@ def test_an_analysis_that_misses_operators_is_bad_input_not_a_bug():
     rec = analysis_record(0, {"parse": OperatorNeed(replicas=1, current=1)})
     with pytest.raises(ContractError, match="lacks operators"):
         Planner(topo).plan(rec)
+
+
+def follow_raw(rules: Stabilisation, raw: list[float], start: int = 1) -> list[int]:
+    """One raw need per interval; the policy asks ceil(raw)."""
+    import math
+
+    s, cur, out = Stabiliser(rules), start, []
+    for need in raw:
+        cur = s.apply({"a": cur}, {"a": math.ceil(need)}, {"a": need})[0]["a"]
+        out.append(cur)
+    return out
+
+
+def test_the_margin_keeps_a_need_that_hovers_below_an_integer_from_flipping_the_count():
+    # a need of 4.2, 3.9, 4.1, 3.95: the policy asks 5, 4, 5, 4 and flips at every plan;
+    # with a margin of 0.8 a scale-in goes only to ceil(need + 0.8): ceil(4.7) = 5, so
+    # the count stays 5. A real drop to 2.5 scales in to ceil(3.3) = 4, then to 2.0 ->
+    # ceil(2.8) = 3.
+    raw = [4.2, 3.9, 4.1, 3.95, 2.5, 2.0]
+    assert follow_raw(Stabilisation(), raw) == [5, 4, 5, 4, 3, 2]
+    assert follow_raw(Stabilisation(scale_down_margin=0.8), raw) == [5, 5, 5, 5, 4, 3]
+    # scale-out is not touched: 1.0 -> 6.3 goes straight to 7
+    assert follow_raw(Stabilisation(scale_down_margin=0.8), [1.0, 6.3]) == [1, 7]
+
+
+def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
+    from shared.stabilise import Backlog
+
+    rules = Stabilisation(hold_on_backlog=True)
+    # et 10 ms, td 1 s: a replica processes 100 events an interval. Queue 250 + 100
+    # predicted = 350 events need 3.5 replica-intervals: 4 replicas may not go to 2 (200)
+    # nor 3 (300); with 50 queued (150 in all) they may go to 2. From 6, the first
+    # backlog scales in only to the 4 that clear it.
+    behind = {"a": Backlog(queued=250, predicted=100, et_s=0.010)}
+    caught = {"a": Backlog(queued=50, predicted=100, et_s=0.010)}
+    s = Stabiliser(rules)
+    assert s.apply({"a": 4}, {"a": 2}, None, behind, 1.0) == ({"a": 4}, {"a": "backlog"})
+    assert s.apply({"a": 4}, {"a": 3}, None, behind, 1.0) == ({"a": 4}, {"a": "backlog"})
+    assert s.apply({"a": 4}, {"a": 2}, None, caught, 1.0) == ({"a": 2}, {})
+    assert s.apply({"a": 6}, {"a": 2}, None, behind, 1.0) == ({"a": 4}, {"a": "backlog"})
+    # it never blocks a scale-out
+    assert s.apply({"a": 1}, {"a": 3}, None, behind, 1.0) == ({"a": 3}, {})
+
+
+def test_a_preset_rides_on_the_policy_spec():
+    from shared.stabilise import CALM, plan_env, split_spec
+
+    assert split_spec("pa-sps:lr") == ("pa-sps:lr", None)
+    assert split_spec("pa-sps:lr+calm") == ("pa-sps:lr", CALM)
+    with pytest.raises(ValueError, match="unknown stabiliser preset 'x'"):
+        split_spec("ds2+x")
+    assert plan_env(CALM, 2.0) == {
+        "SPS_SCALE_DOWN_WINDOW_S": "6.0",
+        "SPS_SCALE_DOWN_MARGIN": "0.45",
+        "SPS_HOLD_ON_BACKLOG": "true",
+    }
+
+
+def test_the_plan_service_reads_the_backlog_and_raw_need_from_the_analysis():
+    topo = topology.load("twitter")
+    planner = Planner(topo, scale_down_margin=0.8, hold_on_backlog=True)
+    # every operator at 6, the policy asks 3 for a raw need of 2.6: the margin keeps
+    # ceil(3.4) = 4 where nothing is queued; where 900 events wait at et 5 ms (4.5
+    # replica-seconds with 0 predicted), 4 replicas cannot clear it in one interval: it
+    # scales in only to 5.
+    calm = OperatorNeed(replicas=3, current=6, raw_replicas=2.6)
+    behind = OperatorNeed(replicas=3, current=6, raw_replicas=2.6, queued=900, et_s=0.005)
+    needs = {n: (behind if n == "store" else calm) for n in topo.names}
+    plan = planner.plan(analysis_record(0, needs))
+    assert plan.targets["store"] == 5 and plan.limited["store"] == "backlog"
+    others = {n: plan.targets[n] for n in topo.names if n != "store"}
+    assert set(others.values()) == {4}
+    assert {plan.limited[n] for n in others} == {"scale-down margin"}
+
+
+def test_compare_runs_a_policy_calm_and_as_written_side_by_side(capsys):
+    import json
+
+    from services.cli import main
+
+    argv = ["compare", "--trace", "short-spikes", "--policies", "pa-sps:lr,pa-sps:lr+calm"]
+    assert main([*argv, "--json"]) == 0
+    written, calm = json.loads(capsys.readouterr().out)
+    assert (written["policy"], calm["policy"]) == ("pa-sps:lr", "pa-sps:lr+calm")
+    assert calm["rescales_per_hour"] < written["rescales_per_hour"]
+    assert calm["processed_ratio"] >= written["processed_ratio"] - 1e-9
