@@ -9,6 +9,8 @@ them, so a service written by someone else finds the same keys.
 | {p}:op:{op}:pool                      | int    | execute (at start)  | dataplane, plan        |
 | {p}:op:{op}:et_ms                     | float  | execute (benchmark) | analyze, ingress       |
 | {p}:op:{op}:util                      | hash   | dataplane           | dataplane (grouping)   |
+| {p}:op:{op}:rescale                   | hash   | execute, dataplane  | dataplane (timeline)   |
+| {p}:dp:rescales                       | list   | dataplane           | reports, /metrics      |
 | {p}:plan:last_interval                | int    | execute             | execute (ordering)     |
 | {p}:plan:applied                      | set    | execute             | execute                |
 | {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
@@ -44,6 +46,15 @@ class Keys:
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"
+
+    def rescale(self, op: str) -> str:
+        """The operator's last change of count: plan, from, to, decided/applied/effect."""
+        return f"{self.prefix}:op:{op}:rescale"
+
+    @property
+    def rescale_log(self) -> str:
+        """Every change that took effect, oldest first (shared.rescale_timeline)."""
+        return f"{self.prefix}:dp:rescales"
 
     def utilisation(self, op: str) -> str:
         return f"{self.prefix}:op:{op}:util"

@@ -17,9 +17,15 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
+from shared import rescale_timeline
 from shared.knowledge_base import Keys
 from shared.tracked_producer import read_backlog
 
@@ -34,7 +40,8 @@ def counts_key(keys: Keys, operator: str) -> str:
 
 class DataplaneCollector(Collector):
     """Per operator: events processed / expired / dead-lettered, queue, measured et,
-    active replicas; per query: the last batch's duration and the batches run."""
+    active replicas; per query: the last batch's duration and the batches run; the
+    rescale timeline's decision-to-effect histogram."""
 
     def __init__(self, r: Any, keys: Keys, topo: Any, queries: Callable[[], list[Any]]) -> None:
         self.r, self.keys, self.topo, self.queries = r, keys, topo, queries
@@ -66,10 +73,21 @@ class DataplaneCollector(Collector):
             ),
         }
 
+    @staticmethod
+    def _effect_family(changes: list[rescale_timeline.Rescale]) -> Metric:
+        buckets, total = rescale_timeline.histogram(changes)
+        return HistogramMetricFamily(
+            "sps_rescale_decision_to_effect_seconds",
+            "plan decided -> first micro-batch with the new count, per change",
+            buckets=buckets,
+            sum_value=total,
+        )
+
     def describe(self) -> Iterator[Metric]:
         """The names without touching Redis (prometheus_client calls this on register)."""
         yield from self._operator_families().values()
         yield from self._query_families().values()
+        yield self._effect_family([])
 
     def collect(self) -> Iterator[Metric]:
         fams = self._operator_families()
@@ -91,6 +109,7 @@ class DataplaneCollector(Collector):
             batch["seconds"].add_metric([q.name], duration_ms / 1000)
             batch["batches"].add_metric([q.name], float(progress.get("batchId", -1) + 1))
         yield from batch.values()
+        yield self._effect_family(rescale_timeline.read(self.r, self.keys))
 
 
 def health(r: Any, queries: Callable[[], list[Any]]) -> tuple[bool, dict[str, Any]]:

@@ -64,6 +64,7 @@ class OperatorReader(DataSourceStreamReader):
         self._topo: Any = None
         self._producer: Any = None
         self._consumer: Any = None
+        self._last_active: dict[str, int] = {}  # the counts the previous batch ran
 
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
@@ -161,6 +162,7 @@ class OperatorReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         active = self._active()
+        self._record_effects(active)
         tasks: list[InputPartition] = []
         pipe = self._redis().pipeline(transaction=False)
         for op in self.operators:
@@ -181,6 +183,18 @@ class OperatorReader(DataSourceStreamReader):
             pipe.ltrim(log, -1000, -1)
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
+
+    def _record_effects(self, active: dict[str, int]) -> None:
+        """This batch is the first with a changed count: the change took effect now
+        (shared.rescale_timeline). Checked only when a count differs from the previous
+        batch's, and once per operator after a (re)start."""
+        from shared.rescale_timeline import record_effect
+
+        now = time.time()
+        for op in self.operators:
+            if active[op] != self._last_active.get(op):
+                record_effect(self._redis(), self._keys(), op, active[op], now)
+        self._last_active = dict(active)
 
     def commit(self, end: dict) -> None:
         """The batch up to ``end`` is done: publish each operator's queue left behind

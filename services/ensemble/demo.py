@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,10 @@ from services.ensemble import report as report_mod
 from services.ensemble.live_view import Feed, render
 from services.ensemble.replay import played, replay
 from services.ensemble.supervisor import up
-from shared import id_ledger, traces
+from shared import id_ledger, rescale_timeline, traces
 from shared import topology as topology_mod
 from shared.kafka_io import read_topic
+from shared.knowledge_base import Keys
 from shared.redis_client import redis_client
 from shared.settings import ServiceSettings
 
@@ -125,6 +127,7 @@ def run(
         tracked = env["SPS_TRACK_IDS"] == "true"
         stages = id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None
         completed = id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None
+        changes = rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats)
     rep = report_mod.build(
         topo,
         warm + result.get("sent", 0),
@@ -137,6 +140,7 @@ def run(
         completed,
     )
     rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
+    rep["rescale_timeline"] = rescale_timeline.summary(changes)
     rep["peak_rate"] = peak
     rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
@@ -156,6 +160,15 @@ def run(
     files = report_mod.plots(topo, stats, run_dir, tau_ms)
     report_mod.save(rep, run_dir)
     (run_dir / "stats.json").write_text(json.dumps(stats))  # the per-interval series
+    timeline_rows = [
+        {
+            **asdict(c),
+            "decision_to_effect_s": c.decision_to_effect_s,
+            "decision_to_recovery_s": c.decision_to_recovery_s,
+        }
+        for c in changes
+    ]
+    (run_dir / "rescales.json").write_text(json.dumps(timeline_rows))
     return {
         "report": rep,
         "plots": [str(f) for f in files],
@@ -170,7 +183,6 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
     """Wait until the ingress has taken everything and every operator's query has
     committed up to the partition ends the producers recorded, or time out. Event-driven:
     a slow machine only takes longer, it does not end the drain early."""
-    from shared.knowledge_base import Keys
     from shared.tracked_producer import read_ends
 
     keys = Keys(prefix)

@@ -1,5 +1,6 @@
 """Execute: write a plan's active-replica counts to Redis exactly once per plan id, and
-never an older interval's plan over a newer one's.
+never an older interval's plan over a newer one's; for each count that changes, the
+operator's rescale marker (``shared.rescale_timeline``) in the same script.
 
 The check (was this plan applied?) and the writes happen in one Lua script, so a plan
 replayed after a crash — Redis written, offset not yet committed — changes nothing.
@@ -27,14 +28,23 @@ local interval = tonumber(ARGV[2])
 if interval > 0 and interval <= tonumber(redis.call('GET', KEYS[2]) or '0') then
   return {2}
 end
+local n = (#KEYS - 2) / 2
+local kept, decided, now = ARGV[3 + n], ARGV[4 + n], ARGV[5 + n]
 local prev = {1}
-for i = 3, #KEYS do
-  prev[#prev + 1] = redis.call('GET', KEYS[i]) or '0'
-  redis.call('SET', KEYS[i], ARGV[i])
+for i = 1, n do
+  local old = redis.call('GET', KEYS[2 + i]) or '0'
+  prev[#prev + 1] = old
+  redis.call('SET', KEYS[2 + i], ARGV[2 + i])
+  if tonumber(old) ~= tonumber(ARGV[2 + i]) then
+    local marker = KEYS[2 + n + i]
+    redis.call('DEL', marker)
+    redis.call('HSET', marker, 'plan_id', ARGV[1], 'from', old, 'to', ARGV[2 + i],
+               'decided_at', decided, 'applied_at', now)
+  end
 end
 local seq = redis.call('INCR', KEYS[1] .. ':seq')
 redis.call('ZADD', KEYS[1], seq, ARGV[1])
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[#ARGV]) + 1))
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(kept) + 1))
 if interval > 0 then redis.call('SET', KEYS[2], interval) end
 return prev
 """
@@ -72,10 +82,13 @@ class Executor:
         for n in names:
             op = self.topology[n]
             bounded[n] = max(op.min_replicas, min(op.max_replicas, int(plan.targets[n])))
-        keys = [self.keys.applied_plans, self.keys.last_plan] + [self.keys.active(n) for n in names]
-        args = [plan.plan_id, plan.interval] + [bounded[n] for n in names] + [APPLIED_KEPT]
-        res = self._apply(keys=keys, args=args)
         now = time.time() if now is None else now
+        # the active counts, then each operator's rescale marker (shared.rescale_timeline)
+        keys = [self.keys.applied_plans, self.keys.last_plan]
+        keys += [self.keys.active(n) for n in names] + [self.keys.rescale(n) for n in names]
+        args = [plan.plan_id, plan.interval] + [bounded[n] for n in names]
+        args += [APPLIED_KEPT, repr(plan.decided_at), repr(now)]
+        res = self._apply(keys=keys, args=args)
         if int(res[0]) != 1:
             # 0: this plan id was applied before; 2: a newer interval's plan already was.
             status: Literal["duplicate", "stale"] = "duplicate" if int(res[0]) == 0 else "stale"

@@ -4,6 +4,7 @@ with the simulator through ``shared.plan.make_plan``)."""
 from __future__ import annotations
 
 import math
+import time
 
 from shared.contracts.analysis import AnalysisRecord
 from shared.contracts.base import ContractError
@@ -70,6 +71,7 @@ class Planner:
             budget_bound=p.budget_bound,
             limited=dict(p.limited),
             closed_at=rec.closed_at,
+            decided_at=time.time(),
         )
 
 

@@ -42,6 +42,10 @@ def test_scales_out_in_the_spike_and_in_after_it(spike_run):
     assert spike_run["replicas_max"] > len(
         ["parse", "classify_content", "classify_author", "store"]
     )
+    # every change of a count has its timeline: decided, then the first batch with it
+    timeline = spike_run["rescale_timeline"]
+    assert timeline["changes"] >= 2
+    assert timeline["decision_to_effect_s"]["median"] >= 0
 
 
 def test_every_event_is_accounted_for(spike_run):

@@ -14,7 +14,9 @@ import pytest
 import redis
 
 from services.dataplane.apps import twitter
-from shared import id_ledger
+from services.execute.core import Executor
+from shared import id_ledger, rescale_timeline, topology
+from shared.contracts.plan import PlanRecord
 from shared.embedded import free_port
 from shared.envelope import Envelope
 from shared.kafka_io import read_topic as read_all
@@ -90,8 +92,14 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         n, sent = 10_000, 0
         schedule = [1, 4, 2, 1]
         tweets = list(twitter.generate(n, seed=1))
+        executor = Executor(r, topology.load("twitter"), keys)
         for step, active in enumerate(schedule):
-            r.set(keys.active("classify_content"), active)
+            now = time.time()
+            target = {"classify_content": active}
+            plan = PlanRecord(
+                plan_id=f"step-{step}", interval=0, targets=target, closed_at=now, decided_at=now
+            )
+            assert executor.apply(plan).status == "applied"
             for k in range(step * n // 4, (step + 1) * n // 4):
                 tw = tweets[k]
                 env_ = Envelope(f"{tag}-{k}", time.time(), "source", tw)
@@ -131,6 +139,10 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         seen = [b["active"] for b in batches]
         compact = [a for k, a in enumerate(seen) if k == 0 or seen[k - 1] != a]
         assert compact[:4] == schedule, compact
+        # the rescale timeline: each change, decided -> applied -> first batch with it
+        changes = [c for c in rescale_timeline.read(r, keys) if c.operator == "classify_content"]
+        assert [(c.before, c.after) for c in changes] == [(0, 1), (1, 4), (4, 2), (2, 1)]
+        assert all(c.decided_at <= c.applied_at <= c.effect_at for c in changes), changes
         executors = set()
         for op in ("parse", *DOWNSTREAM):
             executors |= {e.decode() for e in r.hkeys(f"{tag}:dp:{op}:executors")}
@@ -141,6 +153,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         for op in ("parse", *DOWNSTREAM):
             assert f'sps_dataplane_processed_total{{operator="{op}"}} {float(n)}' in metrics, op
         assert 'sps_dataplane_dead_total{operator="parse"} 4.0' in metrics
+        assert "sps_rescale_decision_to_effect_seconds_count 4.0" in metrics
         assert urllib.request.urlopen(f"http://127.0.0.1:{web_port}/health").status == 200
         # the queries ran once: one run record, still the same process
         assert r.llen(f"{tag}:dp:runs") == 1
