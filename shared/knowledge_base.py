@@ -12,6 +12,7 @@ them, so a service written by someone else finds the same keys.
 | {p}:op:{op}:rescale                   | hash   | execute, dataplane  | dataplane (timeline)   |
 | {p}:dp:rescales                       | list   | dataplane           | reports, /metrics      |
 | {p}:plan:last_interval                | int    | execute             | execute (ordering)     |
+| {p}:plan:short                        | string | execute             | ingress (LAS gate)     |
 | {p}:plan:applied                      | set    | execute             | execute                |
 | {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
@@ -63,6 +64,11 @@ class Keys:
     def last_plan(self) -> str:
         """The newest interval whose plan was applied."""
         return f"{self.prefix}:plan:last_interval"
+
+    @property
+    def plan_short(self) -> str:
+        """The last periodic plan's short operators, comma-separated ("" if none)."""
+        return f"{self.prefix}:plan:short"
 
     @property
     def applied_plans(self) -> str:

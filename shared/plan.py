@@ -1,13 +1,17 @@
 """The Plan step (PA-SPS Algorithm 2), shared by the simulator and the plan service.
 
-The policy's per-operator needs are bounded by each pool, then calmed by the optional
-stabiliser (``shared.stabilise``: scale-down window, maximum step); if a global budget is
-set and the needs exceed it, Stela's ETP decides who gets the replicas
-(``shared.stela.allocate``): the budget is the one hard limit.
+The policy's per-operator needs are raised, if the user set a latency goal, to the
+replicas that clear each operator's backlog within the goal (``goal_replicas``), bounded
+by each pool, then calmed by the optional stabiliser (``shared.stabilise``: scale-down
+window, margin, backlog, maximum step); if a global budget is set and the needs exceed
+it, Stela's ETP decides who gets the replicas (``shared.stela.allocate``): the budget is
+the one hard limit. An operator whose need exceeds its pool or its share of the budget is
+**short**: only then may the ingress shed (scaling before shedding).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -24,6 +28,16 @@ class Plan:
     changes: Mapping[str, int]  # k_i = target - current (Algorithm 2, line 2), non-zero only
     budget_bound: bool = False
     limited: Mapping[str, str] = field(default_factory=dict)  # operator -> rule that limited it
+    short: tuple[str, ...] = ()  # operators whose need the pool or the budget cannot meet
+
+
+def goal_replicas(b: Backlog, td: float, goal_s: float) -> int:
+    """The replicas that keep the goal: the queue cleared within ``goal_s`` while the next
+    interval's predicted input is processed as it arrives,
+    ``ceil(queued·et / goal + predicted·et / td)``. Why this form: an event that joins the
+    queue waits for those before it, so the queue's work, spread over r replicas, must
+    take at most the goal; the new input needs its own share of r."""
+    return math.ceil(b.queued * b.et_s / goal_s + b.predicted * b.et_s / td - 1e-9)
 
 
 def make_plan(
@@ -34,22 +48,32 @@ def make_plan(
     budget: int | None = None,
     stabiliser: Stabiliser | None = None,
     backlog: Mapping[str, Backlog] | None = None,
+    goal_s: float | None = None,
 ) -> Plan:
-    """``backlog`` (per operator) feeds the stabiliser's backlog rule."""
-    wanted = {
-        op.name: max(op.min_replicas, min(op.max_replicas, analysis.operators[op.name].replicas))
-        for op in topo.operators
-    }
+    """``backlog`` (per operator) feeds the stabiliser's backlog rule and the goal;
+    ``goal_s``: the user's latency goal, None for the policy's needs as they are."""
+    asked = {n: d.replicas for n, d in analysis.operators.items()}
     limited: dict[str, str] = {}
+    if goal_s is not None and backlog:
+        for n, b in backlog.items():
+            if n in asked and (g := goal_replicas(b, td, goal_s)) > asked[n]:
+                asked[n], limited[n] = g, "latency goal"
+    short = {op.name for op in topo.operators if asked[op.name] > op.max_replicas}
+    wanted = {
+        op.name: max(op.min_replicas, min(op.max_replicas, asked[op.name])) for op in topo.operators
+    }
     if stabiliser is not None:
         raw = {n: d.raw_replicas for n, d in analysis.operators.items()}
-        wanted, limited = stabiliser.apply(current, wanted, raw, backlog, td)
+        wanted, calmed = stabiliser.apply(current, wanted, raw, backlog, td)
+        limited.update(calmed)
     bound = False
     if budget is not None and sum(wanted.values()) > budget:
-        asked = wanted
-        wanted = stela.allocate(topo, analysis.predicted_input / td, asked, budget)
+        before = wanted
+        wanted = stela.allocate(topo, analysis.predicted_input / td, before, budget)
         bound = True
         # the budget limited an operator that got fewer than it asked for
-        limited.update({n: "budget" for n in wanted if wanted[n] < asked[n]})
+        cut = {n for n in wanted if wanted[n] < before[n]}
+        limited.update(dict.fromkeys(cut, "budget"))
+        short |= cut
     changes = {n: wanted[n] - current.get(n, 0) for n in wanted if wanted[n] != current.get(n, 0)}
-    return Plan(analysis.interval, wanted, changes, bound, limited)
+    return Plan(analysis.interval, wanted, changes, bound, limited, tuple(sorted(short)))

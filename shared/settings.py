@@ -64,6 +64,9 @@ class PlanSettings(ServiceSettings):
     max_step: int | None = Field(default=None, ge=1)
     scale_down_margin: float = Field(default=0.0, ge=0)
     hold_on_backlog: bool = False
+    # the user's goal: each operator gets at least the replicas that clear its backlog
+    # within it (shared.plan.goal_replicas); a need beyond the pool marks the plan short
+    latency_goal_ms: float | None = Field(default=None, gt=0)
 
 
 class ExecuteSettings(ServiceSettings):
@@ -72,6 +75,9 @@ class ExecuteSettings(ServiceSettings):
 
 class IngressSettings(ServiceSettings):
     tau_ms: float | None = Field(default=None, gt=0)  # LAS goal; None: admit everything
+    # the user's latency goal: LAS's τ if tau_ms is unset, and LAS sheds only while the
+    # plan says scaling cannot meet the need (Keys.plan_short)
+    latency_goal_ms: float | None = Field(default=None, gt=0)
     las_horizon_s: float = Field(default=30.0, gt=0)  # the goal averages over ~this long
     key_field: str = "key"  # dotted path of the attribute the LAS sketches key on
     write_shed: bool = False  # also write shed events to the sps.shed topic

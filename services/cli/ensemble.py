@@ -28,6 +28,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             tau_ms=args.tau_ms,
             run_dir=Path(args.out) if args.out else None,
             live=not args.json,
+            extra_env=goal_env(args),
         )
         if args.json:
             print(json.dumps(out["report"]))
@@ -51,6 +52,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
+
+
+def goal_env(args: argparse.Namespace) -> dict[str, str]:
+    """--latency-goal-ms (the one goal: the plan scales for it, LAS sheds only when the
+    plan is short) and --calm (shared.stabilise.CALM) as the services' settings."""
+    from shared.stabilise import CALM, plan_env
+
+    env = {"SPS_LATENCY_GOAL_MS": str(args.latency_goal_ms)} if args.latency_goal_ms else {}
+    return {**env, **(plan_env(CALM, 1.0) if args.calm else {})}
+
+
+def _goal_arguments(p: Any) -> None:
+    p.add_argument(
+        "--latency-goal-ms",
+        type=float,
+        help="one latency goal: the plan scales to meet it and LAS sheds only when even the "
+        "largest pool or the budget cannot (default: none)",
+    )
+    p.add_argument(
+        "--calm", action="store_true", help="the measured stabiliser (README, 'No flapping')"
+    )
 
 
 def parse_replacements(items: list[str]) -> dict[str, list[str]]:
@@ -83,6 +105,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         args.policy,
         args.predictor,
         args.tau_ms,
+        extra_env=goal_env(args),
         replace=replace,
         with_prometheus=args.prometheus,
     ) as ens:
@@ -189,6 +212,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", help="run folder (default runs/demo-<time>)")
     p.add_argument("--simulate", action="store_true", help="simulator comparison only")
     p.add_argument("--json", action="store_true")
+    _goal_arguments(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("up", help="start the ensemble on this machine until Ctrl-C")
@@ -207,6 +231,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--prometheus", action="store_true", help="also run Prometheus scraping every service"
     )
+    _goal_arguments(p)
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("explain", help="why an operator had its replicas in an interval")

@@ -123,6 +123,7 @@ def run(
         stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
         analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)
         actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
+        decided = [d for d in read_topic(ens.bootstrap, topics.decisions) if "operator" in d]
         restarts = dict(ens.restarts)
         tracked = env["SPS_TRACK_IDS"] == "true"
         stages = id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None
@@ -141,6 +142,9 @@ def run(
     )
     rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
     rep["rescale_timeline"] = rescale_timeline.summary(changes)
+    intervals = report_mod.interval_rows(stats, decided)
+    rep["intervals_shedding"] = sum(1 for row in intervals if row["shed_events"] > 0)
+    rep["intervals_short"] = sum(1 for row in intervals if row["short"])
     rep["peak_rate"] = peak
     rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
@@ -169,6 +173,7 @@ def run(
         for c in changes
     ]
     (run_dir / "rescales.json").write_text(json.dumps(timeline_rows))
+    (run_dir / "intervals.json").write_text(json.dumps(intervals))  # scaled, shed, why
     return {
         "report": rep,
         "plots": [str(f) for f in files],

@@ -26,6 +26,38 @@ def replay_window(stats: list[dict]) -> list[dict]:
     return stats[busy[0] : busy[-1] + 1] if busy else stats
 
 
+SHORT_RULES = ("pool", "budget")  # a need scaling cannot meet: shedding is allowed
+
+
+def interval_rows(stats: list[dict], decisions: list[dict]) -> list[dict]:
+    """Per interval of the replay: the input, what was shed, the active replicas, which
+    operators' counts changed and which plans' needs the pool or budget could not meet
+    (and why) — what was scaled and what was shed, and why. Decisions are matched by
+    the interval of the statistics they were made from."""
+    why: dict[int, dict[str, list[str]]] = {}
+    for d in decisions:
+        rules = [r for r in d.get("limited_by", []) if r in SHORT_RULES]
+        if rules:
+            why.setdefault(d["interval"], {})[d["operator"]] = rules
+    rows: list[dict] = []
+    before: dict[str, int] = {}
+    for s in replay_window(stats):
+        active = {n: o["active_replicas"] for n, o in s["operators"].items()}
+        changed = {n: [before[n], a] for n, a in active.items() if n in before and before[n] != a}
+        rows.append(
+            {
+                "interval": s["interval"],
+                "input_events": s["input_events"],
+                "shed_events": s.get("shed_events", 0.0),
+                "replicas": sum(active.values()),
+                "scaled": changed,
+                "short": why.get(s["interval"], {}),
+            }
+        )
+        before = active
+    return rows
+
+
 def _exact_mean(metrics: list[dict], what: str) -> float | None:
     """Sum over count where records carry them; else the mean of the samples."""
     total = n = 0.0

@@ -96,6 +96,8 @@ class Executor:
                 plan_id=plan.plan_id, status=status, previous={}, targets=bounded, applied_at=now
             )
         previous = {n: int(v) for n, v in zip(names, res[1:], strict=True)}
+        if plan.interval > 0:  # a periodic plan says whether scaling can meet the need
+            self.r.set(self.keys.plan_short, ",".join(plan.short))
         return ActionRecord(
             plan_id=plan.plan_id,
             status="applied",

@@ -105,13 +105,17 @@ class Ingress:
         self.topo = topology.load(settings.topology)
         self.keys = Keys(settings.key_prefix)
         self.r = redis_client(settings.redis_url)
+        # One goal: SPS_LATENCY_GOAL_MS is LAS's τ unless SPS_TAU_MS says otherwise, and
+        # with a goal LAS sheds only while the plan is short (scaling before shedding).
+        goal = settings.latency_goal_ms
         self.gate = Gate(
             self.topo,
             self.r,
             self.keys,
-            settings.tau_ms,
+            settings.tau_ms if settings.tau_ms is not None else goal,
             settings.key_field,
             settings.las_horizon_s,
+            scale_first=goal is not None,
         )
         self.metrics = IngressMetrics(registry)
         self.arrivals = ArrivalCounts(settings.td)

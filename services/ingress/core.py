@@ -3,7 +3,8 @@
 A batch of raw events is decided at once (hashing and argmin vectorised in the sketch,
 the sequential Ĉ/CHECK loop in the shedder). The entry operator's (F, W) come from Redis
 whenever a new version appears, and Ĉ advances by ŵ / active replicas (replica-aware
-capacity), so shedding starts only when even the current pool cannot hold τ. The
+capacity), so shedding starts only when even the current pool cannot hold τ; with a
+latency goal, only when the plan says even the largest pool cannot (scaling first). The
 shedder's estimates are calibrated to the engine's wall clock by probes the entry operator
 answers (shared.las.wallclock: the micro-batch floor and a multiplier on ŵ).
 Nothing vanishes: each event is admitted, shed (counted, optionally kept on sps.shed) or
@@ -54,13 +55,18 @@ class Gate:
         tau_ms: float | None,
         key_field: str,
         horizon_s: float = 30.0,
+        scale_first: bool = False,
     ) -> None:
+        """``scale_first``: shed only while the last plan is short (``Keys.plan_short``:
+        an operator's need beyond its pool or budget); otherwise admit everything, still
+        charged to LAS's estimate."""
         self.topology = topology
         self.entry = topology.entry_operators[0]
         self.path = key_field.split(".")
         self.redis = redis
         self.keys = prefix_keys
         self.las: CalibratedShedder | None = None
+        self.scale_first = scale_first
         if tau_ms is not None:
             shedder = LasShedder(
                 HorizonAverageQueuingLatency(tau_ms / 1000.0, horizon_s),
@@ -82,6 +88,8 @@ class Gate:
             shedder.receive_sketch(pair)
         for tag, delta in self.subscriber.deltas():
             self.las.answer(tag, delta)
+        if self.scale_first:
+            self.las.held = not self.redis.get(self.keys.plan_short)
         self.las.sync()
         active = self.redis.get(self.keys.active(self.entry))
         shedder.set_replicas(int(active) if active else 1)

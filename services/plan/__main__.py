@@ -18,6 +18,7 @@ def build(settings: PlanSettings) -> ServiceApp:
         settings.max_step,
         settings.scale_down_margin,
         settings.hold_on_backlog,
+        settings.latency_goal_ms,
     )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)

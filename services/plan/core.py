@@ -25,6 +25,7 @@ class Planner:
         max_step: int | None = None,
         scale_down_margin: float = 0.0,
         hold_on_backlog: bool = False,
+        latency_goal_ms: float | None = None,
     ) -> None:
         self.topology = topology
         self.budget = budget
@@ -32,6 +33,7 @@ class Planner:
         self.max_step = max_step
         self.scale_down_margin = scale_down_margin
         self.hold_on_backlog = hold_on_backlog
+        self.goal_s = latency_goal_ms / 1000.0 if latency_goal_ms is not None else None
         self._stabiliser: Stabiliser | None = None
         self._built = False
 
@@ -62,7 +64,9 @@ class Planner:
         current = {n: o.current for n, o in rec.operators.items()}
         backlog = {n: Backlog(o.queued, o.predicted_load, o.et_s) for n, o in rec.operators.items()}
         stabiliser = self.stabiliser(rec.td)
-        p = make_plan(self.topology, analysis, current, rec.td, self.budget, stabiliser, backlog)
+        p = make_plan(
+            self.topology, analysis, current, rec.td, self.budget, stabiliser, backlog, self.goal_s
+        )
         return PlanRecord(
             plan_id=f"interval-{rec.interval}",
             interval=rec.interval,
@@ -72,6 +76,7 @@ class Planner:
             limited=dict(p.limited),
             closed_at=rec.closed_at,
             decided_at=time.time(),
+            short=list(p.short),
         )
 
 
@@ -84,10 +89,11 @@ def decisions(
     for op in topo.operators:
         need = rec.operators[op.name]
         limited_by = []
-        if math.ceil(need.raw_replicas - 1e-9) > op.max_replicas:
-            limited_by.append("pool")
         if op.name in plan.limited:
             limited_by.append(plan.limited[op.name])
+        beyond = math.ceil(need.raw_replicas - 1e-9) > op.max_replicas
+        if beyond or (op.name in plan.short and plan.limited.get(op.name) != "budget"):
+            limited_by.insert(0, "pool")
         out.append(
             DecisionRecord(
                 interval=rec.interval,

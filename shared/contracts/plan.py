@@ -21,6 +21,7 @@ class PlanRecord(Record):
     limited: dict[str, str] = Field(default_factory=dict)  # operator -> rule that limited it
     closed_at: float  # when the interval behind this plan closed (for plan latency)
     decided_at: float = 0.0  # when the plan service made it (the rescale timeline); 0: unknown
+    short: list[str] = Field(default_factory=list)  # needs beyond the pool or budget
 
 
 class RescaleRequest(Record):

@@ -22,6 +22,7 @@ as probes are in flight.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -117,6 +118,10 @@ class CalibratedShedder:
         self.max_silence_s = max_silence_s
         self._carry: dict[int, float] = {}
         shedder.on_piggyback = lambda k, c_hat: self._carry.__setitem__(k, c_hat)
+        # Scaling before shedding: while held, every tuple is admitted and charged as
+        # usual (Ĉ and the goal's average stay true), so shedding resumes from the real
+        # backlog once the plan says scaling cannot meet the need (``sync`` applies it).
+        self.held = False
 
     def decide(
         self, keys: np.ndarray, now: float, tags: Sequence[str]
@@ -154,7 +159,9 @@ class CalibratedShedder:
         self.shedder.floor = self.calibration.floor
         self.shedder.correction = (1.0 + self.epsilon) * self.calibration.multiplier - 1.0
         goal = self.shedder.goal
-        if self.tau is not None and isinstance(goal, AverageQueuingLatency):
+        if self.held and isinstance(goal, AverageQueuingLatency):
+            goal.tau = math.inf  # CHECK always holds: nothing is shed
+        elif self.tau is not None and isinstance(goal, AverageQueuingLatency):
             # A τ at or below the floor cannot be met by shedding (every tuple waits the
             # floor, however few are admitted): shed only what a backlog beyond the floor
             # would add, instead of everything.

@@ -3,6 +3,7 @@ spike trace: the same test code against testcontainers or the embedded component
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -63,8 +64,6 @@ def test_every_event_is_accounted_for(spike_run):
 
 
 def test_explain_tells_why_an_operator_had_its_replicas(spike_run, spike_dir, capsys):
-    import json
-
     from services.cli import main
 
     rows = [json.loads(x) for x in (spike_dir / "decisions.jsonl").read_text().splitlines()]
@@ -90,29 +89,32 @@ def test_explain_tells_why_an_operator_had_its_replicas(spike_run, spike_dir, ca
     assert "the plan scales out to" in text and "PA-SPS Eq. 2" in text
 
 
-def test_shedding_under_overload_accounts_for_every_event(tmp_path):
-    """τ = 2.5 s at a 3,000 events/s peak, almost four times what the pool holds (800
-    events/s), makes LAS shed; every event is admitted or shed, none lost. How close the
-    mean queuing latency lands to τ depends on the machine:
-    `benchmarks/bench_shedding_goal.py` measures it (README, "Shedding in the ensemble")."""
-    tau_ms = 2500.0
+def test_one_goal_scales_first_then_sheds_under_overload_and_accounts_for_every_event(tmp_path):
+    """A 2.5 s latency goal (SPS_LATENCY_GOAL_MS, no τ of its own) at a 3,000 events/s
+    peak, almost four times what the pool holds (800 events/s): the plan scales to the
+    pool, says it is short, and only then LAS sheds at ingress; every event is admitted
+    or shed, none lost. How close the mean queuing latency lands to the goal depends on
+    the machine: `benchmarks/bench_shedding_goal.py` measures it (README)."""
     out = demo.run(
         topology="twitter_remote",
         trace_name="short-spikes",
         duration=40,
         live=False,
         run_dir=tmp_path,
-        tau_ms=tau_ms,
         peak_rate=3000,
         drain_s=120,
         compare_static=False,
+        extra_env={"SPS_LATENCY_GOAL_MS": "2500"},
     )
     rep = out["report"]
     print("measured queuing latency (ms):", rep["queuing_ms_mean"], "shed:", rep["shed"])
+    assert rep["intervals_short"] > 0  # the plan said the pool cannot meet the need
     assert rep["shed"] > 0
     assert rep["sent"] == rep["admitted"] + rep["shed"]
     assert rep["lost"] == 0
     assert rep["processed"] == rep["admitted"]
+    rows = json.loads((tmp_path / "intervals.json").read_text())
+    assert any(row["short"] for row in rows) and any(row["scaled"] for row in rows)
 
 
 def _children(pid: int) -> dict[int, str]:

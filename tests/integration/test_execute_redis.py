@@ -57,3 +57,29 @@ def test_a_password_protected_redis_needs_the_password_setting(monkeypatch):
         assert redis_client(server.url, retries=0).ping()
     finally:
         server.stop()
+
+
+def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
+    """Scaling before shedding, over a real Redis: execute records the plan's short
+    operators; the ingress gate (with a goal) holds LAS while there are none."""
+    from services.ingress.core import Gate
+
+    keys = Keys("short")
+    ex = Executor(redis_client, TOPO, keys)
+    ex.bootstrap()
+    gate = Gate(TOPO, redis_client, keys, 500.0, "key", scale_first=True)
+
+    def held_after(p: PlanRecord) -> bool:
+        assert ex.apply(p).status == "applied"
+        gate._last_poll = 0.0  # refresh polls at most every 0.1 s
+        gate.refresh()
+        assert gate.las is not None
+        return gate.las.held
+
+    short = plan(1, classify_content=8).model_copy(update={"short": ["classify_content"]})
+    assert held_after(short) is False  # the pool cannot meet the need: LAS may shed
+    assert redis_client.get(keys.plan_short) == b"classify_content"
+    assert held_after(plan(2, classify_content=4)) is True  # scaling caught up: no shedding
+    # an on-demand request says nothing about the need: the flag stays as it was
+    ex.apply(ex.plan_for_request(RescaleRequest(request_id="r", operator="parse", add=1)))
+    assert redis_client.get(keys.plan_short) == b""

@@ -69,3 +69,27 @@ def test_rescales_per_hour_scale_a_run_to_an_hour():
     # 20 changes in 96 intervals of 15 min (a day): 20 / 24 h
     assert per_hour(20, 96, 900.0) == pytest.approx(20 / 24)
     assert per_hour(5, 0, 1.0) == 0.0
+
+
+def test_interval_rows_say_what_was_scaled_what_was_shed_and_why():
+    from services.ensemble.report import interval_rows
+
+    def stats(k: int, inp: float, shed: float, store: int) -> dict:
+        ops = {"parse": {"active_replicas": 1, "processed": inp}}
+        ops["store"] = {"active_replicas": store, "processed": inp}
+        return {"interval": k, "input_events": inp, "shed_events": shed, "operators": ops}
+
+    decisions = [
+        {"interval": 2, "operator": "store", "limited_by": ["pool"]},
+        {"interval": 2, "operator": "parse", "limited_by": ["scale-down window"]},
+    ]
+    rows = interval_rows([stats(1, 100, 0, 2), stats(2, 900, 300, 8)], decisions)
+    assert rows[0]["scaled"] == {} and rows[0]["short"] == {}
+    assert rows[1] == {
+        "interval": 2,
+        "input_events": 900,
+        "shed_events": 300,
+        "replicas": 9,
+        "scaled": {"store": [2, 8]},
+        "short": {"store": ["pool"]},  # the stabiliser is not a reason to shed
+    }
