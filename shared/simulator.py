@@ -169,12 +169,13 @@ def simulate(
     limits: Limits | None = None,
     drain_intervals: int = 0,
     stabilisation: Stabilisation | None = None,
+    latency_goal_s: float | None = None,
 ) -> SimulationResult:
     """Run ``arrivals`` (events per interval) through ``topo``, then up to
     ``drain_intervals`` quiet intervals while events are still queued (as a live run
     drains). ``budget_at(t)`` (optional) overrides ``budget`` per interval, to replay
-    on-demand budget changes (Stela); ``stabilisation`` calms the plans as the plan
-    service does."""
+    on-demand budget changes (Stela); ``stabilisation`` calms the plans and
+    ``latency_goal_s`` raises their needs as the plan service does."""
     engine = engine or EngineModel()
     limits = limits or Limits()
     order = topo.order
@@ -215,7 +216,8 @@ def simulate(
         stats = IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
         analysis = policy.analyze(stats)
         b = budget_at(t) if budget_at is not None else budget
-        plan = make_plan(topo, analysis, active, td, b, stabiliser, backlogs(stats, analysis))
+        backlog = backlogs(stats, analysis)
+        plan = make_plan(topo, analysis, active, td, b, stabiliser, backlog, latency_goal_s)
         pending.append(dict(plan.targets))
         active = pending.popleft()
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))

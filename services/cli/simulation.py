@@ -24,6 +24,11 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slot-seconds", type=float, default=1.0, help="seconds per trace row")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=int, help="global cap on active replicas (Stela ETP)")
+    p.add_argument(
+        "--latency-goal-ms",
+        type=float,
+        help="the plan raises each need to clear the backlog within it (shared.plan)",
+    )
     p.add_argument("--budget-schedule", help="on-demand budget changes, e.g. 0:32,1200:16 (s:N)")
     p.add_argument(
         "--retrain-every",
@@ -119,6 +124,7 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
             budget_at=budget_at,
             limits=limits,
             stabilisation=preset or rules,
+            latency_goal_s=args.latency_goal_ms / 1000.0 if args.latency_goal_ms else None,
         )
         results.append(dataclasses.replace(result, policy=spec) if preset else result)
     return results
@@ -225,6 +231,8 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     specs = [x.strip() for x in (args.policies or LIVE_DEFAULT).split(",") if x.strip()]
     env = {"SPS_T_OUT_S": str(args.t_out)} if args.t_out else {}
+    if args.latency_goal_ms:  # the one goal, as `demo --latency-goal-ms`
+        env["SPS_LATENCY_GOAL_MS"] = str(args.latency_goal_ms)
     rules = stabilisation(args)
     rows = live_compare.run(
         sc,
@@ -234,6 +242,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
         drain_s=args.drain,
         t_out_s=args.t_out,
         stabilisation=rules if rules.enabled else None,
+        latency_goal_s=args.latency_goal_ms / 1000.0 if args.latency_goal_ms else None,
     )
     (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
     png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")

@@ -65,6 +65,7 @@ def simulated(
     limits: Limits | None = None,
     drain_s: float = 0.0,
     stabilisation: Stabilisation | None = None,
+    latency_goal_s: float | None = None,
 ) -> tuple[dict[str, Any], list[int]]:
     """The simulator's forecast of the live run: the same arrivals, t_out and drain; the
     figures are ``run_metrics``'s, the definitions the live side uses too."""
@@ -79,6 +80,7 @@ def simulated(
         limits=limits,
         drain_intervals=int(drain_s / sc.td),
         stabilisation=stabilisation,
+        latency_goal_s=latency_goal_s,
     )
     m = res.metrics
     lat = np.asarray(res.series.latency_ms)
@@ -173,6 +175,7 @@ def run(
     drain_s: float = 120.0,
     t_out_s: float | None = None,
     stabilisation: Stabilisation | None = None,
+    latency_goal_s: float | None = None,
 ) -> list[dict[str, Any]]:
     from services.ensemble import demo
 
@@ -196,7 +199,8 @@ def run(
         )
         topo = topology_mod.load(sc.topology)
         live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])
-        sim, sim_r = simulated(sc, name, engine, Limits(t_out_s=t_out_s), drain_s, rules)
+        limits = Limits(t_out_s=t_out_s)
+        sim, sim_r = simulated(sc, name, engine, limits, drain_s, rules, latency_goal_s)
         rows.append(
             {
                 "policy": spec,
