@@ -7,7 +7,7 @@ A bad value stops the service at start with a message naming the variable
 from __future__ import annotations
 
 import sys
-from typing import Literal, TypeVar
+from typing import Literal, NoReturn, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -132,10 +132,9 @@ def settings_or_exit(cls: type[S]) -> S:
         return cls()
     except ValidationError as exc:
         _explain(cls.__name__, "SPS_", exc)
-    raise AssertionError("unreachable")
 
 
-def _explain(owner: str, prefix: str, exc: ValidationError) -> None:
+def _explain(owner: str, prefix: str, exc: ValidationError) -> NoReturn:
     for err in exc.errors():
         where = "__".join(str(p) for p in err["loc"]).upper()
         name = prefix + where if where else prefix + "*"

@@ -80,6 +80,12 @@ class Stabiliser:
 
     rules: Stabilisation
     _seen: dict[str, deque[int]] = field(default_factory=dict)
+    # The count each operator was last planned at. The rules compare with it, not with
+    # the count the statistics report: live, that one lags a plan or two behind (it is
+    # read as an interval's batches commit), and against it a scale-in right after a
+    # scale-out looked like no change, so the window never held (the HPA, too, compares
+    # with the desired count, not the running one).
+    _planned: dict[str, int] = field(default_factory=dict)
 
     def apply(
         self,
@@ -97,13 +103,13 @@ class Stabiliser:
         for name, want in wanted.items():
             seen = self._seen.setdefault(name, deque(maxlen=max(1, self.rules.scale_down_window)))
             seen.append(want)
-            cur = current.get(name, want)
+            cur = self._planned.get(name, current.get(name, want))
             target, rule = self._scale_in(name, cur, want, seen, raw, backlog, td)
             step = self.rules.max_step
             if step is not None and abs(target - cur) > step:
                 target = cur + step if target > cur else cur - step
                 rule = "max step"
-            out[name] = target
+            out[name] = self._planned[name] = target
             if rule:
                 limited[name] = rule
         return out, limited

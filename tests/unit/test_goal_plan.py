@@ -72,3 +72,19 @@ def test_a_held_shedder_admits_everything_and_sheds_again_when_released():
     held.held = False
     held.sync()  # released: the backlog it admitted is still charged, so it sheds at once
     assert held.decide(np.array(keys), 0.001, [str(k) for k in keys])[0].all()
+
+
+def test_the_simulator_runs_the_same_goal():
+    """PA-SPS on a spike trace, with a goal far below its latency without one: the plan
+    adds replicas for the queues, so the mean latency drops and more replicas are used."""
+    from shared import traces
+    from shared.policies import make_policy
+    from shared.simulator import simulate
+
+    arrivals = traces.load("short-spikes").per_interval(1.0)
+    free = simulate(TOPO, arrivals, make_policy("pa-sps:lr", TOPO), 1.0).metrics
+    goal = simulate(
+        TOPO, arrivals, make_policy("pa-sps:lr", TOPO), 1.0, latency_goal_s=0.005
+    ).metrics
+    assert goal.latency_ms < free.latency_ms
+    assert goal.saved_resources < free.saved_resources
