@@ -1,4 +1,4 @@
-"""The calm stabiliser (shared.stabilise.CALM: a 3-interval scale-down window, a 0.45
+"""The calm stabiliser (shared.stabilise.CALM: a 3-interval scale-down window, a 0.35
 replica margin, no scale-in while a backlog is caught up) against each policy as written,
 in the simulator, on the same traces.
 

@@ -5,7 +5,9 @@ Four rules, all off by default (the papers' policies run as written):
 * a **scale-down stabilisation window** of N intervals: an operator is scaled in only to
   the highest count any policy recommendation of the last N intervals asked for (the
   Kubernetes HPA's ``stabilizationWindowSeconds`` for scale-down), so a dip of one
-  interval between two busy ones changes nothing; scale-out is never delayed;
+  interval between two busy ones changes nothing; after a scale-in the window starts
+  again, so a falling need is followed in one step per window, not down a staircase of
+  every ask in between; scale-out is never delayed;
 * a **scale-down margin** of m replicas: scaling in goes only as far as the policy's raw
   need plus m (``ceil(raw + m)``), so a need that hovers just below an integer does not
   flip the count at every interval (a dead band, as the HPA's 10 % tolerance);
@@ -109,6 +111,10 @@ class Stabiliser:
             if step is not None and abs(target - cur) > step:
                 target = cur + step if target > cur else cur - step
                 rule = "max step"
+            if target < cur and self.rules.scale_down_window > 0:
+                # one scale-in per window: the next goes to the highest ask since this
+                # one, not down a staircase of the asks in between
+                seen.extend([target] * self.rules.scale_down_window)
             out[name] = self._planned[name] = target
             if rule:
                 limited[name] = rule
@@ -142,8 +148,8 @@ class Stabiliser:
 
 
 # The preset benchmarks/bench_stabiliser.py measured (td = 1 s): a 3-interval window, a
-# margin of 0.45 replica, no scale-in while a backlog is caught up.
-CALM = Stabilisation(scale_down_window=3, scale_down_margin=0.45, hold_on_backlog=True)
+# margin of 0.35 replica, no scale-in while a backlog is caught up.
+CALM = Stabilisation(scale_down_window=3, scale_down_margin=0.35, hold_on_backlog=True)
 PRESETS = {"calm": CALM}
 
 

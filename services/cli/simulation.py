@@ -67,7 +67,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         "--calm",
         action="store_true",
         help="the measured stabiliser preset (shared.stabilise.CALM: a 3-interval window, "
-        "margin 0.45, --hold-on-backlog); a policy spec may say it itself: pa-sps:lr+calm",
+        "margin 0.35, --hold-on-backlog); a policy spec may say it itself: pa-sps:lr+calm",
     )
     p.add_argument(
         "--eq7-weight",

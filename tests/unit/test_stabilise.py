@@ -26,8 +26,11 @@ def follow(rules: Stabilisation, wanted: list[int], start: int = 1) -> list[int]
 def test_a_dip_inside_the_window_changes_nothing_and_scale_out_is_never_delayed():
     # window 3: 8, 2, 8, 2 stays at 8; three 2s in a row scale in on the third.
     assert follow(Stabilisation(scale_down_window=3), [8, 2, 8, 2, 2, 2]) == [8, 8, 8, 8, 8, 2]
-    # it scales in to the highest recommendation in the window, not straight to the low
-    assert follow(Stabilisation(scale_down_window=2), [8, 5, 2, 2]) == [8, 8, 5, 2]
+    # it scales in to the highest recommendation in the window, not straight to the low,
+    # and then waits a whole window before the next scale-in: asks 8, 5, 2, 2, 2 with a
+    # 2-interval window see [8], [8, 5], [5, 2] -> 5, then the window restarts at [5, 5]:
+    # [5, 2] holds 5, [2, 2] -> 2
+    assert follow(Stabilisation(scale_down_window=2), [8, 5, 2, 2, 2]) == [8, 8, 5, 5, 2]
 
 
 def test_max_step_moves_at_most_that_many_replicas_per_plan():
@@ -132,7 +135,7 @@ def test_a_preset_rides_on_the_policy_spec():
         split_spec("ds2+x")
     assert plan_env(CALM, 2.0) == {
         "SPS_SCALE_DOWN_WINDOW_S": "6.0",
-        "SPS_SCALE_DOWN_MARGIN": "0.45",
+        "SPS_SCALE_DOWN_MARGIN": "0.35",
         "SPS_HOLD_ON_BACKLOG": "true",
     }
 
