@@ -17,6 +17,7 @@ class OperatorStats:
     queued: float  # |q_i(t)| at the end of the interval
     received_from: Mapping[str, float] = field(default_factory=dict)  # λ_i^p(t), per predecessor
     emitted: float = 0.0  # events sent to all successors
+    emitted_to: Mapping[str, float] = field(default_factory=dict)  # per successor, as sent
     active_replicas: int = 1
     et_s: float = 0.0  # measured mean execution time per event (0: nothing processed)
     busy_s: float = 0.0  # summed busy time of the replicas
@@ -30,3 +31,4 @@ class IntervalStats:
     input_events: float  # λ_G(t)
     operators: Mapping[str, OperatorStats]
     latency_ms: float | None = None
+    shed_events: float = 0.0  # of λ_G(t), dropped at ingress (counted by arrival time too)

@@ -30,13 +30,28 @@ def round_replicas(raw: float, lo: int, hi: int) -> int:
 def edge_thetas(topo: Topology, stats: IntervalStats) -> dict[tuple[str, str], float]:
     """Eq. 6: θ_i^p(t) = λ_i^p(t) / μ_p(t); for the input stream, μ is λ_G(t).
 
-    Where the predecessor processed nothing in ``t`` the ratio is undefined; we fall back
-    to the fraction declared on the edge so that a quiet interval does not zero the DAG.
+    λ_i^p is counted where p sends it (``emitted_to``) when the statistics have it: in a
+    micro-batch engine i processes p's output a batch or more later, so i's count of it
+    in ``t`` and p's μ_p(t) come from different batches and their ratio jumped from 0 to
+    17 between intervals live; in Storm, the paper's engine, the two coincide. Without
+    ``emitted_to`` (the simulator, older records) i's received count is used. For the
+    input stream the sender is the ingress: with sender-side counts, an entry operator's
+    θ is its declared fraction of what the ingress admitted, (λ_G − shed) / λ_G, both
+    counted by arrival time in ``t``. Where the
+    predecessor processed nothing in ``t`` the ratio is undefined; we fall back to the
+    fraction declared on the edge so that a quiet interval does not zero the DAG.
     """
     out: dict[tuple[str, str], float] = {}
+    at_sender = any(o.emitted_to for o in stats.operators.values())
     for e in topo.edges:
+        if e.src == SOURCE and at_sender and stats.input_events > 0:
+            admitted = max(0.0, stats.input_events - stats.shed_events)
+            out[(e.src, e.dst)] = e.fraction * admitted / stats.input_events
+            continue
         base = stats.input_events if e.src == SOURCE else stats.operators[e.src].processed
         sent = stats.operators[e.dst].received_from.get(e.src)
+        if e.src != SOURCE and stats.operators[e.src].emitted_to:  # counted at the sender
+            sent = stats.operators[e.src].emitted_to.get(e.dst, 0.0)
         out[(e.src, e.dst)] = sent / base if (sent is not None and base > 0) else e.fraction
     return out
 

@@ -110,6 +110,7 @@ class SlotResult:
     received_from: dict[str, float] = field(default_factory=dict)
     processed: int = 0
     emitted: int = 0
+    emitted_to: dict[str, float] = field(default_factory=dict)  # per successor, Eq. 6
     dead: int = 0
     expired: int = 0
     busy: float = 0.0
@@ -267,6 +268,7 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
                     g.keys.topic(s), body, partition=routers[s].choose(), key=msg.key()
                 )
                 res.emitted += 1
+                res.emitted_to[s] = res.emitted_to.get(s, 0.0) + 1
                 if ids is not None:
                     ids.add(s, "sent", ev.id)
         if ids is not None:
@@ -351,6 +353,7 @@ def publish(g: GroupRun, results: list[SlotResult], slots: tuple[Slot, ...]) -> 
             received_from=res.received_from,
             processed=res.processed,
             emitted=res.emitted,
+            emitted_to=res.emitted_to,
             busy_s=res.busy,
             dead_lettered=res.dead,
             expired=res.expired,

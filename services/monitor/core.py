@@ -26,6 +26,7 @@ class _Acc:
     received_from: dict[str, float] = field(default_factory=dict)
     processed: float = 0.0
     emitted: float = 0.0
+    emitted_to: dict[str, float] = field(default_factory=dict)
     queued_by_replica: dict[int, float] = field(default_factory=dict)
     busy_s: float = 0.0
     dead_lettered: float = 0.0
@@ -90,6 +91,8 @@ class IntervalAggregator:
             acc.received_from[src] = acc.received_from.get(src, 0.0) + n
         acc.processed += rec.processed
         acc.emitted += rec.emitted
+        for dst, n in rec.emitted_to.items():
+            acc.emitted_to[dst] = acc.emitted_to.get(dst, 0.0) + n
         if rec.queued is not None:  # a queue is a level, not a flow: keep the latest
             acc.queued_by_replica[rec.replica] = rec.queued
         acc.busy_s += rec.busy_s
@@ -128,6 +131,7 @@ class IntervalAggregator:
                 received_from=a.received_from,
                 processed=a.processed,
                 emitted=a.emitted,
+                emitted_to=a.emitted_to,
                 queued=sum(a.queued_by_replica.values()),
                 busy_s=a.busy_s,
                 et_ms=1000.0 * a.busy_s / a.processed if a.processed > 0 else 0.0,

@@ -15,6 +15,7 @@ class OperatorInterval(BaseModel):
     received_from: dict[str, float] = Field(default_factory=dict)
     processed: float = 0.0
     emitted: float = 0.0
+    emitted_to: dict[str, float] = Field(default_factory=dict)  # per successor, as sent
     queued: float = 0.0
     busy_s: float = 0.0
     et_ms: float = 0.0  # measured: busy time per processed event
@@ -45,10 +46,13 @@ class StatsRecord(Record):
                 queued=o.queued,
                 received_from=dict(o.received_from),
                 emitted=o.emitted,
+                emitted_to=dict(o.emitted_to),
                 active_replicas=o.active_replicas,
                 et_s=o.et_ms / 1000.0,
                 busy_s=o.busy_s,
             )
             for n, o in self.operators.items()
         }
-        return IntervalStats(self.interval, self.td, self.input_events, ops, self.latency_ms_mean)
+        return IntervalStats(
+            self.interval, self.td, self.input_events, ops, self.latency_ms_mean, self.shed_events
+        )

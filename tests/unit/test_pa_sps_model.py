@@ -121,3 +121,33 @@ def test_pa_sps_sizes_o4_from_the_textual_reading_when_asked():
     printed = PASPS(topo, make_predictor("basic")).analyze(st).operators["O4"]
     textual = PASPS(topo, make_predictor("basic"), eq7_weight="theta_ip").analyze(st)
     assert printed.replicas == 5 and textual.operators["O4"].replicas == 4
+
+
+def test_eq6_counts_what_the_predecessor_sent_in_the_same_batches_when_it_can():
+    """Micro-batches: in interval t parse processed 100 events and sent 70 to
+    classify_content, which read none of them yet (its batch comes next interval). With
+    the receiver's count θ would be 0 / 100 = 0 in t (and 70 over whatever parse
+    processes in t+1, next); counted at the sender it is 70 / 100 = 0.7 in t. The entry
+    edge: 100 arrived, 20 were shed, so θ_parse = 1.0 × 80 / 100 = 0.8."""
+    from shared.interval_stats import IntervalStats, OperatorStats
+
+    topo = topology.load("twitter")
+    ops = {n: OperatorStats(received=0.0, processed=0.0, queued=0.0) for n in topo.names}
+    ops["classify_content"] = OperatorStats(
+        received=0.0, processed=0.0, queued=0.0, received_from={"parse": 0.0}
+    )
+    ops["parse"] = OperatorStats(
+        received=80.0,
+        processed=100.0,
+        queued=0.0,
+        received_from={"source": 80.0},
+        emitted_to={"classify_content": 70.0},
+    )
+    stats = IntervalStats(0, 1.0, 100.0, ops, shed_events=20.0)
+    theta = model.edge_thetas(topo, stats)
+    assert theta[("parse", "classify_content")] == pytest.approx(0.7)
+    assert theta[("source", "parse")] == pytest.approx(0.8)
+    # without sender-side counts, Eq. 6 as printed: the receiver's 0 of parse's 100
+    ops["parse"] = OperatorStats(received=80.0, processed=100.0, queued=0.0)
+    old = model.edge_thetas(topo, IntervalStats(0, 1.0, 100.0, ops, shed_events=20.0))
+    assert old[("parse", "classify_content")] == 0.0
