@@ -57,10 +57,12 @@ SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
 def goal_env(args: argparse.Namespace) -> dict[str, str]:
     """--latency-goal-ms (the one goal: the plan scales for it, LAS sheds only when the
     plan is short) and --calm (shared.stabilise.CALM) as the services' settings."""
+    from shared.settings import ServiceSettings
     from shared.stabilise import CALM, plan_env
 
     env = {"SPS_LATENCY_GOAL_MS": str(args.latency_goal_ms)} if args.latency_goal_ms else {}
-    return {**env, **(plan_env(CALM, 1.0) if args.calm else {})}
+    # CALM's window is in intervals; the plan service takes seconds (SPS_TD's intervals)
+    return {**env, **(plan_env(CALM, ServiceSettings().td) if args.calm else {})}
 
 
 def _goal_arguments(p: Any) -> None:

@@ -124,10 +124,15 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
             budget_at=budget_at,
             limits=limits,
             stabilisation=preset or rules,
-            latency_goal_s=args.latency_goal_ms / 1000.0 if args.latency_goal_ms else None,
+            latency_goal_s=goal_s(args),
         )
         results.append(dataclasses.replace(result, policy=spec) if preset else result)
     return results
+
+
+def goal_s(args: argparse.Namespace) -> float | None:
+    """--latency-goal-ms in seconds, as the plan takes it (None: no goal)."""
+    return args.latency_goal_ms / 1000.0 if args.latency_goal_ms else None
 
 
 def stabilisation(args: argparse.Namespace) -> Any:
@@ -242,7 +247,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
         drain_s=args.drain,
         t_out_s=args.t_out,
         stabilisation=rules if rules.enabled else None,
-        latency_goal_s=args.latency_goal_ms / 1000.0 if args.latency_goal_ms else None,
+        latency_goal_s=goal_s(args),
     )
     (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
     png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")
