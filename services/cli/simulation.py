@@ -303,18 +303,36 @@ def cmd_shed_sim(args: argparse.Namespace) -> int:
             for kind, s in series.items():
                 print(f"{kind:9s} " + " ".join(f"{q:8.1f}" for q in s["window_queuing_ms"]))
         return 0
+    if args.sweep:
+        points = shed_sim.sweep(args.sweep, setup, args.runs, args.seed)
+        if args.plot:
+            shed_sim.plot_sweep(args.sweep, points, setup.tau_ms, args.plot)
+        if args.json:
+            print(json.dumps(points))
+        else:
+            for point in points:
+                print(f"{args.sweep} = {point[args.sweep]}")
+                for d in point["shedders"]:
+                    print("  " + _shed_line(d))
+        return 0
     kinds = shed_sim.SHEDDERS if args.shedder == "all" else (args.shedder,)
-    docs = [shed_sim.summarise_runs(k, setup, args.runs, args.seed) for k in kinds]
+    docs = shed_sim.summarise(kinds, setup, args.runs, args.seed)
     if args.json:
         print(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:
         for d in docs:
-            print(
-                f"{d['shedder']:9s} queuing {d['avg_queuing_latency_ms']:9.2f} ms  "
-                f"dropped {d['dropped_ratio']:.4f}  completion "
-                f"{d['avg_completion_latency_ms']:9.2f} ms"
-            )
+            print(_shed_line(d))
     return 0
+
+
+def _shed_line(d: dict[str, Any]) -> str:
+    ratio = d["shedding_ratio"]
+    return (
+        f"{d['shedder']:9s} queuing {d['avg_queuing_latency_ms']:9.2f} ms  "
+        f"dropped {d['dropped_ratio']:.4f}  shedding ratio "
+        f"{'-' if ratio is None else f'{ratio:+.3f}'}  completion "
+        f"{d['avg_completion_latency_ms']:9.2f} ms"
+    )
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -415,6 +433,12 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--phases", action="store_true", help="the Fig. 6 time series (phases A-G)")
-    p.add_argument("--plot", help="with --phases: PNG of latency and drops per window")
+    p.add_argument(
+        "--sweep",
+        choices=["underprovision", "distribution"],
+        help="Fig. 4 (under-provisioning 90 %% to -10 %%) or Fig. 5 (uniform to Zipf-3.0): "
+        "every shedder at each value, --runs streams each",
+    )
+    p.add_argument("--plot", help="with --phases or --sweep: a PNG of the figure (Fig. 6, 4 or 5)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_shed_sim)

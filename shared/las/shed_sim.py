@@ -8,7 +8,7 @@ max(a_i, previous finish) and runs w(t_i). Messages from the operator (a stable 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,9 @@ class Setup:
     # Listing 3.2 exactly; "oracle" charges the stream's true W̄ (what only Straw-Man may
     # know: kept to compare, never the default).
     bootstrap: str = "declared"
+    # Until the first sketch, a Δ probe on every k-th admitted tuple (0: none, as Listing
+    # 3.2; see LasShedder).
+    bootstrap_probe_every: int = 8
 
     def __post_init__(self) -> None:
         if self.distribution not in DISTRIBUTIONS:
@@ -174,7 +177,12 @@ def build_shedder(kind: str, setup: Setup, stream: Stream, seed: int) -> Shedder
             "oracle": stream.mean_duration,
             "nop": None,
         }[setup.bootstrap]
-        return LasShedder(goal, epsilon=setup.epsilon, bootstrap_mean=boot)
+        return LasShedder(
+            goal,
+            epsilon=setup.epsilon,
+            bootstrap_mean=boot,
+            bootstrap_probe_every=setup.bootstrap_probe_every,
+        )
     if kind == "strawman":
         return StrawManShedder(goal, stream.mean_duration)
     if kind == "full":
@@ -256,17 +264,101 @@ def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int = 32) -> 
     return out
 
 
-def summarise_runs(kind: str, setup: Setup, runs: int, seed: int) -> dict[str, Any]:
-    """Mean, min and max of each figure over ``runs`` streams (seeds seed..seed+runs-1)."""
-    rows = [run(kind, setup, make_stream(setup, seed + k), seed + k).summary() for k in range(runs)]
-    out: dict[str, Any] = {"shedder": kind, "runs": runs}
+def shedding_ratio(dropped: int, baseline_dropped: int) -> float | None:
+    """§5.1: λ = (d^alg − d^BaseLine) / d^BaseLine; undefined (None) when Base Line drops
+    nothing (an over-provisioned setup)."""
+    if baseline_dropped <= 0:
+        return None
+    return (dropped - baseline_dropped) / baseline_dropped
+
+
+def _aggregate(kind: str, rows: list[dict[str, float | None]]) -> dict[str, Any]:
+    """Mean, min and max of each figure over the runs (None values left out)."""
+    out: dict[str, Any] = {"shedder": kind, "runs": len(rows)}
     for key in rows[0]:
-        vals = [r[key] for r in rows]
-        out[key] = float(np.mean(vals))
-        if runs > 1:
-            out[f"{key}_min"] = float(np.min(vals))
-            out[f"{key}_max"] = float(np.max(vals))
+        vals = [v for r in rows if (v := r[key]) is not None]
+        out[key] = float(np.mean(vals)) if vals else None
+        if len(rows) > 1:
+            out[f"{key}_min"] = float(np.min(vals)) if vals else None
+            out[f"{key}_max"] = float(np.max(vals)) if vals else None
     return out
+
+
+def summarise(kinds: tuple[str, ...], setup: Setup, runs: int, seed: int) -> list[dict[str, Any]]:
+    """Each shedder on the same ``runs`` streams (seeds seed..seed+runs-1), with §5.1's
+    figures per shedder: mean, min and max over the runs, the shedding ratio λ against
+    Base Line's drops on the same stream and seed included."""
+    rows: dict[str, list[dict[str, float | None]]] = {k: [] for k in kinds}
+    for k in range(runs):
+        stream = make_stream(setup, seed + k)
+        base = int(run("baseline", setup, stream, seed + k).dropped.sum())
+        for kind in kinds:
+            o = run(kind, setup, stream, seed + k)
+            row: dict[str, float | None] = dict(o.summary())
+            row["shedding_ratio"] = shedding_ratio(int(o.dropped.sum()), base)
+            rows[kind].append(row)
+    return [_aggregate(kind, rows[kind]) for kind in kinds]
+
+
+def summarise_runs(kind: str, setup: Setup, runs: int, seed: int) -> dict[str, Any]:
+    """One shedder's figures over ``runs`` streams (see ``summarise``)."""
+    return summarise((kind,), setup, runs, seed)[0]
+
+
+# Fig. 4's x axis: under-provisioning from 90 % to −10 % (10 % over-provisioned).
+UNDERPROVISION_SWEEP = (0.9, 0.75, 0.5, 0.25, 0.0, -0.1)
+SWEEPS = ("underprovision", "distribution")
+
+
+def sweep(axis: str, setup: Setup, runs: int, seed: int) -> list[dict[str, Any]]:
+    """Fig. 4 (``underprovision``) or Fig. 5 (``distribution``): every shedder's §5.1
+    figures at each value of the axis, the other parameters as ``setup``."""
+    if axis not in SWEEPS:
+        raise ValueError(f"sweep {axis!r}: choose from {SWEEPS}")
+    values: tuple[Any, ...] = UNDERPROVISION_SWEEP if axis == "underprovision" else DISTRIBUTIONS
+    points = []
+    for value in values:
+        at = replace(setup, **{axis: value})
+        points.append({axis: value, "shedders": summarise(SHEDDERS, at, runs, seed)})
+    return points
+
+
+def plot_sweep(axis: str, points: list[dict[str, Any]], tau_ms: float, path: str) -> None:
+    """Fig. 4: Q̄ (log) per under-provisioning; Fig. 5: Q̄ and λ per distribution. Each
+    line is the mean over the runs, the band its min-max."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = ["avg_queuing_latency_ms"] + (["shedding_ratio"] if axis == "distribution" else [])
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4), squeeze=False)
+    labels = [f"{100 * p[axis]:.0f} %" if axis == "underprovision" else p[axis] for p in points]
+    x = np.arange(len(points))
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for kind in SHEDDERS:
+            rows = [next(d for d in p["shedders"] if d["shedder"] == kind) for p in points]
+            mean = np.array([np.nan if r[metric] is None else r[metric] for r in rows])
+            lo = np.array(
+                [np.nan if r.get(f"{metric}_min") is None else r[f"{metric}_min"] for r in rows]
+            )
+            hi = np.array(
+                [np.nan if r.get(f"{metric}_max") is None else r[f"{metric}_max"] for r in rows]
+            )
+            ax.plot(x, mean, marker="o", label=kind)
+            ax.fill_between(x, lo, hi, alpha=0.15)
+        ax.set_xticks(x, labels)
+        ax.set_xlabel("under-provisioning" if axis == "underprovision" else "distribution")
+        if metric == "avg_queuing_latency_ms":
+            ax.set_yscale("log")
+            ax.axhline(tau_ms, color="grey", ls="--", lw=0.8)
+            ax.set_ylabel("avg queuing latency Q̄ (ms)")
+        else:
+            ax.set_ylabel("shedding ratio λ")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def phases(setup: Setup, seed: int, plot: str | None = None) -> dict[str, Any]:

@@ -137,6 +137,13 @@ class CostModelShedder(Shedder):
         # 0 in the paper's model. See shared.las.wallclock.
         self.floor = 0.0
 
+    _admitted_since_probe = 0
+
+    def _probe_every(self) -> int:
+        """Piggy-back Ĉ on every k-th admitted tuple as well as after a sketch (0: only
+        after a sketch, as Listing 3.2)."""
+        return 0
+
     def set_replicas(self, n: int) -> None:
         self.replicas = max(1, int(n))
 
@@ -161,6 +168,7 @@ class CostModelShedder(Shedder):
         c_hat = self.C_hat
         floor = self.floor
         send = self.state is ShedderState.SEND
+        probe_every = self._probe_every()
         for k in range(n):
             e = elapsed[k]
             if c_hat < e and self.idle_clamp:
@@ -171,8 +179,12 @@ class CostModelShedder(Shedder):
                 continue
             record(q)
             c_hat += w_list[k]  # line 23
+            if probe_every:
+                self._admitted_since_probe += 1
+                send = send or self._admitted_since_probe >= probe_every
             if send:  # lines 24-27: piggy-back Ĉ on this tuple
                 send = False
+                self._admitted_since_probe = 0
                 self.state = ShedderState.RUN
                 if self.on_piggyback is not None:
                     self.on_piggyback(k, c_hat)
@@ -206,6 +218,12 @@ class LasShedder(CostModelShedder):
     admitting everything blindly. Under sustained overload the paper's NOP lets a backlog
     of seconds build before the first stable sketch (≥ 2N tuples) and the Δ reply (which
     waits behind that backlog) arrive. ``None`` keeps the paper's NOP exactly.
+
+    ``bootstrap_probe_every`` (with a bootstrap mean): until the first sketch, piggy-back
+    Ĉ on every k-th admitted tuple so the operator's Δ (Listing 3.1 lines 11-14, which
+    answers any piggy-backed Ĉ) re-anchors Ĉ to real completions. A benchmarked mean
+    below the stream's true W̄ otherwise builds, unseen, a backlog over the ≥ 2N tuples
+    before the first stable sketch, and every later tuple waits behind it.
     """
 
     name = "las"
@@ -216,9 +234,13 @@ class LasShedder(CostModelShedder):
         epsilon: float = 0.05,
         replicas: int = 1,
         bootstrap_mean: float | None = None,
+        bootstrap_probe_every: int = 0,
     ) -> None:
         super().__init__(goal, correction=epsilon, replicas=replicas)
+        if bootstrap_probe_every < 0:
+            raise ValueError(f"bootstrap_probe_every must be >= 0, got {bootstrap_probe_every}")
         self.bootstrap_mean = bootstrap_mean
+        self.bootstrap_probe_every = bootstrap_probe_every if bootstrap_mean is not None else 0
         self.state = ShedderState.NOP if bootstrap_mean is None else ShedderState.RUN
         self.pair: SketchPair | None = None
         self.sketches_received = 0
@@ -228,6 +250,9 @@ class LasShedder(CostModelShedder):
         self.pair = pair
         self.state = ShedderState.SEND
         self.sketches_received += 1
+
+    def _probe_every(self) -> int:
+        return self.bootstrap_probe_every if self.pair is None else 0
 
     def _estimates(self, keys: np.ndarray) -> np.ndarray:
         if self.pair is None:
