@@ -57,6 +57,7 @@ lint: install ## ruff and mypy
 
 bench: install ## the benchmarks whose figures are in the README
 	PYTHONPATH=. $(PY) benchmarks/bench_simulator.py
+	PYTHONPATH=. $(PY) benchmarks/bench_simulator_dag.py
 	PYTHONPATH=. $(PY) benchmarks/bench_las.py
 	PYTHONPATH=. $(PY) benchmarks/bench_mape_latency.py
 	PYTHONPATH=. $(PY) benchmarks/bench_dataplane.py

@@ -14,20 +14,24 @@ pool: no restart, no loss). Counts are fluid (fractional events).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from shared import pa_sps_model as model
-from shared.fluid_queue import Cohort, OperatorQueue, gg_c_wait
+from shared.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
 from shared.interval_stats import IntervalStats, OperatorStats
 from shared.plan import make_plan
 from shared.policies.base import Policy
 from shared.run_metrics import RunMetrics, summarise
 from shared.stabilise import Stabilisation, Stabiliser, backlogs
 from shared.topology import SOURCE, Operator, Topology
+
+MODES = ("fluid", "event")
 
 
 @dataclass(frozen=True)
@@ -88,10 +92,12 @@ class SimulationResult:
     metrics: RunMetrics
     series: Series
     td: float
+    mode: str = "fluid"
+    events_per_s: float | None = None  # event mode: events handled per second of wall time
 
 
 @dataclass
-class _Interval:
+class IntervalTally:
     """One interval's accumulators, kept apart so ``simulate`` stays readable."""
 
     ops: dict[str, OperatorStats] = field(default_factory=dict)
@@ -106,6 +112,19 @@ class _Interval:
     needed: int = 0
 
 
+class Dataplane(Protocol):
+    """What ``simulate`` asks of a data-plane model: serve one interval, filling ``acc``
+    (per operator stats; entry and sink counts; the sinks' latency sum)."""
+
+    handled: int  # events served, expired or dropped so far (event mode's events/s)
+
+    def queued(self) -> float: ...
+
+    def step(
+        self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
+    ) -> None: ...
+
+
 def _step_operator(
     topo: Topology,
     op: Operator,
@@ -116,7 +135,7 @@ def _step_operator(
     td: float,
     engine: EngineModel,
     limits: Limits,
-    acc: _Interval,
+    acc: IntervalTally,
 ) -> list[Cohort]:
     """Queue what arrived, serve the interval, account for it; returns what completed."""
     rfrom = {p: sum(c.amount for c in cs) for p, cs in inbound.items()}
@@ -131,6 +150,7 @@ def _step_operator(
     rho = offered / (rate * td) if rate > 0 else 0.0
     post = op.et_s + engine.hop_s + gg_c_wait(rho, r, op.et_s, engine.et_cv2)
     served = q.serve(t0, td, rate, post, limits.t_out_s)
+    served.processed = coalesce(served.processed, td)
     dropped = q.drop_beyond(limits.q_size) if limits.q_size is not None else 0.0
     proc = sum(c.amount for c in served.processed)
     queued = q.size
@@ -157,6 +177,49 @@ def _step_operator(
     return served.processed
 
 
+class FluidDataplane:
+    """The fluid data plane: each operator a FIFO queue of cohorts (``fluid_queue``)."""
+
+    def __init__(self, topo: Topology, engine: EngineModel, limits: Limits) -> None:
+        self.topo, self.engine, self.limits = topo, engine, limits
+        self.queues = {n: OperatorQueue() for n in topo.order}
+        self.entry, self.sinks = set(topo.entry_operators), set(topo.sinks)
+        self.handled = 0
+
+    def queued(self) -> float:
+        return sum(q.size for q in self.queues.values())
+
+    def step(
+        self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
+    ) -> None:
+        """One interval [t0, t0 + td): λ_G arrives spread over it, every operator serves."""
+        topo = self.topo
+        done: dict[str, list[Cohort]] = {SOURCE: [Cohort(lam_g, t0 + td / 2, t0 + td / 2)]}
+        for name in topo.order:
+            inbound = {
+                e.src: [Cohort(c.amount * e.fraction, c.born, c.ready) for c in done[e.src]]
+                for e in topo.predecessors[name]
+            }
+            done[name] = _step_operator(
+                topo,
+                topo[name],
+                self.queues[name],
+                inbound,
+                active[name],
+                t0,
+                td,
+                self.engine,
+                self.limits,
+                acc,
+            )
+            proc = acc.ops[name].processed
+            if name in self.entry:
+                acc.entry += proc
+            if name in self.sinks:
+                acc.sink += proc
+                acc.latency_s += sum(c.amount * (c.ready - c.born) for c in done[name])
+
+
 def simulate(
     topo: Topology,
     arrivals: np.ndarray,
@@ -170,48 +233,45 @@ def simulate(
     drain_intervals: int = 0,
     stabilisation: Stabilisation | None = None,
     latency_goal_s: float | None = None,
+    mode: str = "fluid",
+    seed: int = 0,
 ) -> SimulationResult:
     """Run ``arrivals`` (events per interval) through ``topo``, then up to
     ``drain_intervals`` quiet intervals while events are still queued (as a live run
     drains). ``budget_at(t)`` (optional) overrides ``budget`` per interval, to replay
     on-demand budget changes (Stela); ``stabilisation`` calms the plans and
-    ``latency_goal_s`` raises their needs as the plan service does."""
+    ``latency_goal_s`` raises their needs as the plan service does. ``mode`` is
+    ``fluid`` (cohorts, fast) or ``event`` (every event, per-replica queues; ``seed``
+    draws its arrival times, routing and execution times)."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: choose from {MODES}")
+    started = time.perf_counter()
     engine = engine or EngineModel()
     limits = limits or Limits()
     order = topo.order
-    entry, sinks = set(topo.entry_operators), set(topo.sinks)
-    per_input = sum(topo.static_theta[n] for n in sinks) or 1.0
+    per_input = sum(topo.static_theta[n] for n in topo.sinks) or 1.0
     if initial is None:
         # A policy may say where it starts (static r = N starts at N, not at the minimum).
         initial = getattr(policy, "initial_replicas", lambda: None)()
     active = dict(initial) if initial else {n: topo[n].min_replicas or 1 for n in order}
     pending: deque[dict[str, int]] = deque([dict(active)] * engine.plan_delay)
-    queues = {n: OperatorQueue() for n in order}
+    dataplane: Dataplane
+    if mode == "fluid":
+        dataplane = FluidDataplane(topo, engine, limits)
+    else:
+        # Imported here: the event data plane builds on this module's engine model.
+        from shared.event_dataplane import EventDataplane
+
+        dataplane = EventDataplane(topo, engine, limits, seed)
     s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))
     prev_prediction: float | None = None
     stabiliser = Stabiliser(stabilisation) if stabilisation and stabilisation.enabled else None
     t = 0
-    while t < len(arrivals) or (
-        t < len(arrivals) + drain_intervals and any(q.size > 1e-6 for q in queues.values())
-    ):
+    while t < len(arrivals) or (t < len(arrivals) + drain_intervals and dataplane.queued() > 1e-6):
         lam_g = float(arrivals[t]) if t < len(arrivals) else 0.0
-        t0 = t * td
-        done: dict[str, list[Cohort]] = {SOURCE: [Cohort(lam_g, t0 + td / 2, t0 + td / 2)]}
-        acc = _Interval()
+        acc = IntervalTally()
+        dataplane.step(t * td, td, lam_g, active, acc)
         for name in order:
-            inbound = {
-                e.src: [Cohort(c.amount * e.fraction, c.born, c.ready) for c in done[e.src]]
-                for e in topo.predecessors[name]
-            }
-            done[name] = _step_operator(
-                topo, topo[name], queues[name], inbound, active[name], t0, td, engine, limits, acc
-            )
-            proc = acc.ops[name].processed
-            if name in entry:
-                acc.entry += proc
-            if name in sinks:
-                acc.sink += proc
-                acc.latency_s += sum(c.amount * (c.ready - c.born) for c in done[name])
             s.replicas[name].append(active[name])
         stats = IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
         analysis = policy.analyze(stats)
@@ -223,7 +283,9 @@ def simulate(
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))
         prev_prediction = analysis.predicted_input
         t += 1
-    return SimulationResult(policy.name, summarise(topo, s, td), s, td)
+    wall = time.perf_counter() - started
+    rate = dataplane.handled / wall if mode == "event" and wall > 0 else None
+    return SimulationResult(policy.name, summarise(topo, s, td), s, td, mode, rate)
 
 
 def _mean_ms(latency_s: float, n: float) -> float:
@@ -232,7 +294,7 @@ def _mean_ms(latency_s: float, n: float) -> float:
 
 def _record(
     s: Series,
-    acc: _Interval,
+    acc: IntervalTally,
     lam_g: float,
     per_input: float,
     prev_prediction: float | None,

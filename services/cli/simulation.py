@@ -70,6 +70,19 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         "margin 0.35, --hold-on-backlog); a policy spec may say it itself: pa-sps:lr+calm",
     )
     p.add_argument(
+        "--mode",
+        choices=["fluid", "event"],
+        default="fluid",
+        help="fluid: cohorts of events per interval (fast); event: every event, per-replica "
+        "queues, et with variance --et-cv2 (shared.event_dataplane; --json adds events_per_s)",
+    )
+    p.add_argument(
+        "--et-cv2",
+        type=float,
+        default=0.0,
+        help="execution time's squared coefficient of variation (0: deterministic)",
+    )
+    p.add_argument(
         "--eq7-weight",
         choices=["theta_p", "theta_ip"],
         default="theta_p",
@@ -90,7 +103,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     from shared.policies import make_policy
-    from shared.simulator import Limits, simulate
+    from shared.simulator import EngineModel, Limits, simulate
     from shared.stabilise import split_spec
 
     topo, trace = _load(args)
@@ -110,6 +123,8 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
     }
     if args.budget is not None and args.budget < 0:
         raise ValueError(f"--budget must be >= 0, got {args.budget}")
+    if args.et_cv2 < 0:
+        raise ValueError(f"--et-cv2 must be >= 0, got {args.et_cv2}")
     budget_at = _budget_schedule(args.budget_schedule, args.td, args.budget)
     results = []
     for spec in specs:
@@ -125,6 +140,9 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
             limits=limits,
             stabilisation=preset or rules,
             latency_goal_s=goal_s(args),
+            engine=EngineModel(et_cv2=args.et_cv2),
+            mode=args.mode,
+            seed=args.seed,
         )
         results.append(dataclasses.replace(result, policy=spec) if preset else result)
     return results
@@ -184,7 +202,11 @@ def _emit(args: argparse.Namespace, results: list[Any], as_list: bool) -> None:
     if args.plot:
         report.plot(results, args.plot)
     if args.json:
-        docs = [{"policy": r.policy, **r.metrics.as_dict()} for r in results]
+        docs = [
+            {"policy": r.policy, "mode": r.mode, **r.metrics.as_dict()}
+            | ({"events_per_s": round(r.events_per_s)} if r.events_per_s else {})
+            for r in results
+        ]
         print(json.dumps(docs if as_list else docs[0], indent=None))
     else:
         report.print_table(results, f"{args.topology} / {args.trace} / td={args.td}s")

@@ -158,8 +158,8 @@ def test_sweeps_cover_the_papers_axes():
     assert all(over[k]["dropped_ratio"] == 0.0 for k in shed_sim.SHEDDERS)
     assert over["las"]["shedding_ratio"] is None
     fig5 = shed_sim.sweep("distribution", small, runs=1, seed=0)
-    assert [p["distribution"] for p in fig5][0] == "uniform"
-    assert [p["distribution"] for p in fig5][-1] == "zipf-3.0"
+    assert fig5[0]["distribution"] == "uniform"
+    assert fig5[-1]["distribution"] == "zipf-3.0"
     base = {d["shedder"]: d for d in fig5[0]["shedders"]}["baseline"]
     assert base["shedding_ratio"] == 0.0
 
