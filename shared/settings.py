@@ -71,6 +71,8 @@ class PlanSettings(ServiceSettings):
 
 class ExecuteSettings(ServiceSettings):
     redis_retry_max_s: float = Field(default=5.0, gt=0)
+    # On-demand scale-in by whole machines of N replica slots (Stela); None: by replica.
+    stela_machine_slots: int | None = Field(default=None, ge=1)
 
 
 class IngressSettings(ServiceSettings):

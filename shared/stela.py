@@ -84,11 +84,99 @@ def scale_out(
     return current, given
 
 
+Placement = dict[str, list[str]]  # machine -> the operator of each instance on it
+
+
+def round_robin_placement(
+    topo: Topology, replicas: Mapping[str, int], machine_slots: int
+) -> Placement:
+    """Storm's default scheduler: instances dealt round-robin over just enough machines of
+    ``machine_slots`` slots each, operators in topological order."""
+    if machine_slots < 1:
+        raise ValueError(f"machine_slots must be >= 1, got {machine_slots}")
+    instances = [n for n in topo.order for _ in range(replicas[n])]
+    machines = max(1, -(-len(instances) // machine_slots))
+    placement: Placement = {f"m{k}": [] for k in range(machines)}
+    for k, name in enumerate(instances):
+        placement[f"m{k % machines}"].append(name)
+    return placement
+
+
+def etp_sums(topo: Topology, input_eps: float, placement: Placement) -> dict[str, float]:
+    """Slide 14, step 1: a machine's ETPSum, the ETPs of the instances it hosts."""
+    scores = etp(topo, flow(topo, input_eps, _counts(topo, placement)))
+    return {m: sum(scores[n] for n in ops) for m, ops in placement.items()}
+
+
+def remove_machine(
+    topo: Topology, input_eps: float, placement: Placement, machine_slots: int
+) -> tuple[str, Placement, list[str]]:
+    """Slides 14-16: remove the machine with the lowest ETPSum (step 2) and deal its
+    instances round-robin over the others, lowest ETPSum first (step 3). Returns the
+    machine removed, the new placement and the instances retired.
+
+    Ours: a replica is a slot here (Storm would run the moved executors as extra threads
+    on full machines), so an instance that finds no free slot on any machine is retired;
+    the removed machine's instances are dealt in falling ETP order, so the ones retired
+    are those whose operators contribute least; and no operator goes below its minimum
+    (its last instances are placed over capacity, as Storm would)."""
+    if len(placement) < 2:
+        raise ValueError("cannot remove the only machine")
+    sums = etp_sums(topo, input_eps, placement)
+    victim = min(placement, key=lambda m: (sums[m], m))
+    ranked = sorted((m for m in placement if m != victim), key=lambda m: (sums[m], m))
+    new: Placement = {m: list(placement[m]) for m in ranked}
+    scores = etp(topo, flow(topo, input_eps, _counts(topo, placement)))
+    moving = sorted(placement[victim], key=lambda n: (-scores[n], topo.order.index(n)))
+    retired: list[str] = []
+    cursor = 0  # round robin over the ranked machines, skipping full ones
+    for name in moving:
+        turn = ranked[cursor:] + ranked[:cursor]
+        target = next((m for m in turn if len(new[m]) < machine_slots), None)
+        if target is None:
+            if _counts(topo, new)[name] >= topo[name].min_replicas:
+                retired.append(name)
+                continue
+            target = turn[0]  # over capacity, to keep the operator at its minimum
+        new[target].append(name)
+        cursor = (ranked.index(target) + 1) % len(ranked)
+    return victim, new, retired
+
+
+def _counts(topo: Topology, placement: Placement) -> dict[str, int]:
+    counts = {n: 0 for n in topo.names}
+    for ops in placement.values():
+        for n in ops:
+            counts[n] += 1
+    return counts
+
+
+def scale_in_machines(
+    topo: Topology,
+    input_eps: float,
+    replicas: Mapping[str, int],
+    slots: int,
+    machine_slots: int,
+) -> tuple[dict[str, int], list[str]]:
+    """On-demand scale-in by whole machines (slides 14-16): from Storm's round-robin
+    placement of ``replicas``, remove machines of ``machine_slots`` slots, lowest ETPSum
+    first, until ``slots`` slots are gone; returns the counts left and the machines
+    removed."""
+    placement = round_robin_placement(topo, replicas, machine_slots)
+    removed: list[str] = []
+    capacity = len(placement) * machine_slots
+    while len(placement) > 1 and len(placement) * machine_slots > capacity - slots:
+        victim, placement, _ = remove_machine(topo, input_eps, placement, machine_slots)
+        removed.append(victim)
+    return _counts(topo, placement), removed
+
+
 def scale_in(
     topo: Topology, input_eps: float, replicas: Mapping[str, int], slots: int
 ) -> tuple[dict[str, int], list[str]]:
-    """Take ``slots`` replicas away where the ETP is lowest (slides 14-16), ties going to
-    the operator whose remaining replicas would be least utilised. Never below min.
+    """Take ``slots`` replicas away where the ETP is lowest, one replica at a time, ties
+    going to the operator whose remaining replicas would be least utilised; never below
+    min. (Stela's slides remove whole machines: ``scale_in_machines``.)
     """
     current = dict(replicas)
     taken: list[str] = []

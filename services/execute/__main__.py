@@ -46,7 +46,7 @@ def build(settings: ExecuteSettings) -> ServiceApp:
             "redis": state["redis_ok"],
         },
     )
-    executor = Executor(client, topo, svc.keys)
+    executor = Executor(client, topo, svc.keys, settings.stela_machine_slots)
     actions = svc.topic(settings.topics.actions)
 
     async def with_redis(fn: Any, *args: Any) -> Any:

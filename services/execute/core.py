@@ -51,10 +51,19 @@ return prev
 
 
 class Executor:
-    def __init__(self, redis: Any, topology: Topology, keys: Keys | None = None) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        topology: Topology,
+        keys: Keys | None = None,
+        machine_slots: int | None = None,
+    ) -> None:
         self.r = redis
         self.topology = topology
         self.keys = keys or Keys()
+        # Set: an on-demand scale-in removes whole machines of this many replica slots
+        # (Stela's slides 14-16); None: single replicas, lowest ETP first.
+        self.machine_slots = machine_slots
         self._apply = redis.register_script(_APPLY)
 
     def bootstrap(self) -> None:
@@ -127,6 +136,10 @@ class Executor:
             rate = req.input_eps if req.input_eps is not None else self.topology.capacity_eps()
             if req.add:
                 targets, _ = stela.scale_out(self.topology, rate, current, req.add)
+            elif self.machine_slots is not None:
+                targets, _ = stela.scale_in_machines(
+                    self.topology, rate, current, req.remove or 0, self.machine_slots
+                )
             else:
                 targets, _ = stela.scale_in(self.topology, rate, current, req.remove or 0)
         changed = {n: v for n, v in targets.items() if v != current.get(n)}

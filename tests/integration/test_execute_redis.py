@@ -59,6 +59,21 @@ def test_a_password_protected_redis_needs_the_password_setting(monkeypatch):
         server.stop()
 
 
+def test_on_demand_scale_in_by_machine(redis_client):
+    """SPS_STELA_MACHINE_SLOTS=2, every operator at 2 replicas (8 slots on 4 machines,
+    dealt round-robin: m0 and m1 hold parse and classify_author, m2 and m3
+    classify_content and store). At the full pool's rate (3,200/s) classify_content is
+    congested, so parse's ETP is 0 and the others' 1: m0 (ETPSum 1, m1 ties and loses on
+    name) goes, and both its instances are retired (each still has one on m1)."""
+    ex = Executor(redis_client, TOPO, Keys("machines"), machine_slots=2)
+    ex.bootstrap()
+    ex.apply(plan(1, parse=2, classify_content=2, classify_author=2, store=2))
+    p = ex.plan_for_request(RescaleRequest(request_id="m", remove=2))
+    assert p.targets == {"parse": 1, "classify_author": 1}
+    ex.apply(p)
+    assert ex.current() == {"parse": 1, "classify_content": 2, "classify_author": 1, "store": 2}
+
+
 def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
     """Scaling before shedding, over a real Redis: execute records the plan's short
     operators; the ingress gate (with a goal) holds LAS while there are none."""

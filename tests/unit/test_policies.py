@@ -84,6 +84,56 @@ def test_stela_scale_in_takes_from_lowest_etp():
     assert taken == ["7"]
 
 
+# The slide topology at 4,000 tuples/s with operators 3 and 7 doubled has these ETPs
+# (slide 7's rule, worked by hand): 1: 0; 2, 3, 4, 5: 2000/4500 = 4/9; 6: 500/4500 = 1/9;
+# 7, 8: 1000/4500 = 2/9; 9: 200/4500 = 2/45; 10: 300/4500 = 1/15.
+TWO_SEVENS = {**SLIDE_REPLICAS, "7": 2}
+BY_HAND = {
+    "A": ["1", "7", "9"],  # 0 + 2/9 + 2/45 = 12/45
+    "B": ["3", "3", "6"],  # 4/9 + 4/9 + 1/9 = 1
+    "C": ["4", "7", "10"],  # 4/9 + 2/9 + 1/15 = 33/45
+    "D": ["2", "5", "8"],  # 4/9 + 4/9 + 2/9 = 10/9
+}
+
+
+def test_stela_machine_etp_sums_are_the_instances_etps():
+    sums = stela.etp_sums(slide_topology(), 4000.0, BY_HAND)
+    assert sums == pytest.approx({"A": 12 / 45, "B": 1.0, "C": 33 / 45, "D": 10 / 9})
+
+
+def test_stela_scale_in_removes_the_lowest_etp_sum_machine_and_deals_its_instances():
+    """Slides 14-16 with a free slot on each machine (4 slots): A (12/45) goes; its
+    instances, in falling ETP order 7, 9, 1, are dealt round-robin to C (33/45), B (1),
+    D (10/9): lowest ETPSum first. Nothing is retired."""
+    victim, new, retired = stela.remove_machine(slide_topology(), 4000.0, BY_HAND, 4)
+    assert victim == "A"
+    assert new == {
+        "C": ["4", "7", "10", "7"],
+        "B": ["3", "3", "6", "9"],
+        "D": ["2", "5", "8", "1"],
+    }
+    assert retired == []
+
+
+def test_stela_scale_in_on_full_machines_retires_only_what_is_above_minimum():
+    """3 slots, every machine full: 7 still has an instance on C, so A's 7 is retired;
+    9 and 1 would vanish, so they go over capacity to C then B (round robin)."""
+    _, new, retired = stela.remove_machine(slide_topology(), 4000.0, BY_HAND, 3)
+    assert retired == ["7"]
+    assert new["C"] == ["4", "7", "10", "9"] and new["B"] == ["3", "3", "6", "1"]
+
+
+def test_stela_on_demand_scale_in_by_machine_from_storms_round_robin_placement():
+    """12 instances dealt over 4 machines of 3 slots in topological order: m0 holds 1, 6,
+    10 (ETPSum 0 + 1/9 + 1/15 = 8/45, the lowest), so removing 3 slots removes m0."""
+    topo = slide_topology()
+    placement = stela.round_robin_placement(topo, TWO_SEVENS, 3)
+    assert sorted(placement["m0"]) == ["1", "10", "6"]
+    counts, removed = stela.scale_in_machines(topo, 4000.0, TWO_SEVENS, 3, 3)
+    assert removed == ["m0"]
+    assert counts == TWO_SEVENS  # every moved instance kept: each was its operator's last
+
+
 def test_budget_allocation_respects_the_budget_and_etp():
     topo = slide_topology()
     wanted = {n: 10 for n in topo.names}
