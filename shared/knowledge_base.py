@@ -57,6 +57,11 @@ class Keys:
         """Every change that took effect, oldest first (shared.rescale_timeline)."""
         return f"{self.prefix}:dp:rescales"
 
+    @property
+    def rescale_histogram(self) -> str:
+        """Decision -> effect seconds of every change: cumulative bucket counts and sum."""
+        return f"{self.prefix}:dp:rescales:histogram"
+
     def utilisation(self, op: str) -> str:
         return f"{self.prefix}:op:{op}:util"
 

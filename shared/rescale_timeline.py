@@ -75,6 +75,13 @@ def record_effect(r: Any, keys: Keys, operator: str, active: int, now: float) ->
     pipe = r.pipeline(transaction=False)
     pipe.rpush(keys.rescale_log, json.dumps(asdict(change)))
     pipe.ltrim(keys.rescale_log, -LOG_KEPT, -1)
+    # The /metrics histogram, counted as changes happen: a scrape reads one hash instead
+    # of the whole log, and the counts go on past the log's LOG_KEPT.
+    buckets, total = histogram([change])
+    for label, count in buckets:
+        if count:
+            pipe.hincrby(keys.rescale_histogram, label, 1)
+    pipe.hincrbyfloat(keys.rescale_histogram, "sum", total)
     pipe.execute()
     return change
 
@@ -126,6 +133,13 @@ def summary(changes: Sequence[Rescale]) -> dict[str, Any]:
 
 
 EFFECT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, math.inf)
+
+
+def read_histogram(r: Any, keys: Keys) -> tuple[list[tuple[str, float]], float]:
+    """The histogram ``record_effect`` keeps in Redis, as ``histogram`` returns it."""
+    raw = {_text(k): float(v) for k, v in r.hgetall(keys.rescale_histogram).items()}
+    buckets, _ = histogram([])
+    return [(label, raw.get(label, 0.0)) for label, _ in buckets], raw.get("sum", 0.0)
 
 
 def histogram(changes: Sequence[Rescale]) -> tuple[list[tuple[str, float]], float]:

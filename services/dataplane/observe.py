@@ -74,8 +74,8 @@ class DataplaneCollector(Collector):
         }
 
     @staticmethod
-    def _effect_family(changes: list[rescale_timeline.Rescale]) -> Metric:
-        buckets, total = rescale_timeline.histogram(changes)
+    def _effect_family(histogram: tuple[list[tuple[str, float]], float]) -> Metric:
+        buckets, total = histogram
         return HistogramMetricFamily(
             "sps_rescale_decision_to_effect_seconds",
             "plan decided -> first micro-batch with the new count, per change",
@@ -87,7 +87,7 @@ class DataplaneCollector(Collector):
         """The names without touching Redis (prometheus_client calls this on register)."""
         yield from self._operator_families().values()
         yield from self._query_families().values()
-        yield self._effect_family([])
+        yield self._effect_family(rescale_timeline.histogram([]))
 
     def collect(self) -> Iterator[Metric]:
         fams = self._operator_families()
@@ -109,7 +109,7 @@ class DataplaneCollector(Collector):
             batch["seconds"].add_metric([q.name], duration_ms / 1000)
             batch["batches"].add_metric([q.name], float(progress.get("batchId", -1) + 1))
         yield from batch.values()
-        yield self._effect_family(rescale_timeline.read(self.r, self.keys))
+        yield self._effect_family(rescale_timeline.read_histogram(self.r, self.keys))
 
 
 def health(r: Any, queries: Callable[[], list[Any]]) -> tuple[bool, dict[str, Any]]:

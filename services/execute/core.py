@@ -1,6 +1,7 @@
 """Execute: write a plan's active-replica counts to Redis exactly once per plan id, and
 never an older interval's plan over a newer one's; for each count that changes, the
-operator's rescale marker (``shared.rescale_timeline``) in the same script.
+operator's rescale marker (``shared.rescale_timeline``) in the same script, and for a
+periodic plan the operators it is short for (the ingress gate's ``plan:short``).
 
 The check (was this plan applied?) and the writes happen in one Lua script, so a plan
 replayed after a crash — Redis written, offset not yet committed — changes nothing.
@@ -28,8 +29,8 @@ local interval = tonumber(ARGV[2])
 if interval > 0 and interval <= tonumber(redis.call('GET', KEYS[2]) or '0') then
   return {2}
 end
-local n = (#KEYS - 2) / 2
-local kept, decided, now = ARGV[3 + n], ARGV[4 + n], ARGV[5 + n]
+local n = (#KEYS - 3) / 2
+local kept, decided, now, short = ARGV[3 + n], ARGV[4 + n], ARGV[5 + n], ARGV[6 + n]
 local prev = {1}
 for i = 1, n do
   local old = redis.call('GET', KEYS[2 + i]) or '0'
@@ -45,7 +46,10 @@ end
 local seq = redis.call('INCR', KEYS[1] .. ':seq')
 redis.call('ZADD', KEYS[1], seq, ARGV[1])
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(kept) + 1))
-if interval > 0 then redis.call('SET', KEYS[2], interval) end
+if interval > 0 then
+  redis.call('SET', KEYS[2], interval)
+  redis.call('SET', KEYS[#KEYS], short)
+end
 return prev
 """
 
@@ -95,8 +99,9 @@ class Executor:
         # the active counts, then each operator's rescale marker (shared.rescale_timeline)
         keys = [self.keys.applied_plans, self.keys.last_plan]
         keys += [self.keys.active(n) for n in names] + [self.keys.rescale(n) for n in names]
+        keys += [self.keys.plan_short]  # a periodic plan says whether scaling meets the need
         args = [plan.plan_id, plan.interval] + [bounded[n] for n in names]
-        args += [APPLIED_KEPT, repr(plan.decided_at), repr(now)]
+        args += [APPLIED_KEPT, repr(plan.decided_at), repr(now), ",".join(plan.short)]
         res = self._apply(keys=keys, args=args)
         if int(res[0]) != 1:
             # 0: this plan id was applied before; 2: a newer interval's plan already was.
@@ -105,8 +110,6 @@ class Executor:
                 plan_id=plan.plan_id, status=status, previous={}, targets=bounded, applied_at=now
             )
         previous = {n: int(v) for n, v in zip(names, res[1:], strict=True)}
-        if plan.interval > 0:  # a periodic plan says whether scaling can meet the need
-            self.r.set(self.keys.plan_short, ",".join(plan.short))
         return ActionRecord(
             plan_id=plan.plan_id,
             status="applied",

@@ -76,10 +76,10 @@ class Gate:
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
         self._last_poll = 0.0
 
-    def refresh(self) -> None:
+    def refresh(self, force: bool = False) -> None:
         """A new sketch version, Δ replies and the active count (polled ~10 times a
-        second: three small Redis reads, never per event)."""
-        if self.las is None or time.monotonic() - self._last_poll < 0.1:
+        second: three small Redis reads, never per event; ``force``: now)."""
+        if self.las is None or (not force and time.monotonic() - self._last_poll < 0.1):
             return
         self._last_poll = time.monotonic()
         shedder = self.las.shedder

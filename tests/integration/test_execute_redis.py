@@ -86,8 +86,7 @@ def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
 
     def held_after(p: PlanRecord) -> bool:
         assert ex.apply(p).status == "applied"
-        gate._last_poll = 0.0  # refresh polls at most every 0.1 s
-        gate.refresh()
+        gate.refresh(force=True)  # it polls at most every 0.1 s otherwise
         assert gate.las is not None
         return gate.las.held
 

@@ -1,0 +1,34 @@
+"""The rescale timeline over a real redis-server: execute's marker, the reader's effect,
+recorded once, and the /metrics histogram counted as changes happen."""
+
+import pytest
+
+from services.execute.core import Executor
+from shared import rescale_timeline, topology
+from shared.contracts.plan import PlanRecord
+from shared.knowledge_base import Keys
+
+pytestmark = pytest.mark.integration
+TOPO = topology.load("twitter")
+
+
+def test_effects_are_recorded_once_and_counted_in_the_histogram(redis_client):
+    """Two changes decided at 100 s take effect 0.3 s and 1.5 s later: the histogram
+    holds one in the 0.5 s bucket, both from 2 s on, sum 1.8 s; a second reader of the
+    same batch records nothing."""
+    keys = Keys("timeline")
+    ex = Executor(redis_client, TOPO, keys)
+    ex.bootstrap()
+    targets = {n: 1 for n in TOPO.names} | {"parse": 3, "store": 2}
+    ex.apply(PlanRecord(plan_id="p1", interval=1, targets=targets, closed_at=0, decided_at=100.0))
+    first = rescale_timeline.record_effect(redis_client, keys, "parse", 3, now=100.3)
+    assert first is not None and first.decision_to_effect_s == pytest.approx(0.3)
+    assert rescale_timeline.record_effect(redis_client, keys, "parse", 3, now=100.4) is None
+    assert rescale_timeline.record_effect(redis_client, keys, "store", 1, now=100.5) is None
+    assert rescale_timeline.record_effect(redis_client, keys, "store", 2, now=101.5)
+    buckets, total = rescale_timeline.read_histogram(redis_client, keys)
+    got = dict(buckets)
+    assert got["0.25"] == 0 and got["0.5"] == 1 and got["1.0"] == 1
+    assert got["2.0"] == 2 and got["+Inf"] == 2
+    assert total == pytest.approx(1.8)
+    assert len(rescale_timeline.read(redis_client, keys)) == 2
