@@ -95,6 +95,9 @@ class EventDataplane:
     def queued(self) -> float:
         return float(sum(o.queued for o in self.ops.values()))
 
+    def queued_by_operator(self) -> dict[str, float]:
+        return {n: float(o.queued) for n, o in self.ops.items()}
+
     def _source(self, t0: float, td: float, lam_g: float) -> list[Event]:
         n = math.floor(lam_g + self.carry + 1e-9)
         self.carry = lam_g + self.carry - n

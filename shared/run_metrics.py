@@ -49,6 +49,7 @@ class RunMetrics:
     dropped: float = 0.0  # events refused by a full queue (q_size), Σ over operators
     queued_at_end: float = 0.0  # still waiting when the run (and its drain) ended
     rescales_per_hour: float = 0.0  # reconfigurations per hour of the run (flapping)
+    shed: float = 0.0  # events shed at ingress (the simulator's shedders)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,4 +102,5 @@ def summarise(topo: Topology, s: Series, td: float = 1.0) -> RunMetrics:
         dropped=float(np.sum(s.dropped)),
         queued_at_end=float(s.queued[-1]) if s.queued else 0.0,
         rescales_per_hour=per_hour(int((deltas > 0).sum()), n, td),
+        shed=float(np.sum(s.shed)),
     )

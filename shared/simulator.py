@@ -23,6 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from shared import pa_sps_model as model
+from shared import sim_shedding
 from shared.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
 from shared.interval_stats import IntervalStats, OperatorStats
 from shared.plan import make_plan
@@ -77,6 +78,7 @@ class Series:
     latency_sum_s: list[float] = field(default_factory=list)  # Σ latency of completed
     expired: list[float] = field(default_factory=list)  # Σ over operators
     dropped: list[float] = field(default_factory=list)
+    shed: list[float] = field(default_factory=list)  # at ingress (``sim_shedding``)
     replicas: dict[str, list[int]] = field(default_factory=dict)
     planned: list[int] = field(default_factory=list)  # Σ replicas planned at t for t+1
     needed: list[int] = field(default_factory=list)  # Σ replicas t's real load needed
@@ -119,6 +121,8 @@ class Dataplane(Protocol):
     handled: int  # events served, expired or dropped so far (event mode's events/s)
 
     def queued(self) -> float: ...
+
+    def queued_by_operator(self) -> dict[str, float]: ...
 
     def step(
         self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
@@ -189,6 +193,9 @@ class FluidDataplane:
     def queued(self) -> float:
         return sum(q.size for q in self.queues.values())
 
+    def queued_by_operator(self) -> dict[str, float]:
+        return {n: q.size for n, q in self.queues.items()}
+
     def step(
         self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
     ) -> None:
@@ -235,6 +242,7 @@ def simulate(
     latency_goal_s: float | None = None,
     mode: str = "fluid",
     seed: int = 0,
+    shedder: str | None = None,
 ) -> SimulationResult:
     """Run ``arrivals`` (events per interval) through ``topo``, then up to
     ``drain_intervals`` quiet intervals while events are still queued (as a live run
@@ -242,9 +250,12 @@ def simulate(
     on-demand budget changes (Stela); ``stabilisation`` calms the plans and
     ``latency_goal_s`` raises their needs as the plan service does. ``mode`` is
     ``fluid`` (cohorts, fast) or ``event`` (every event, per-replica queues; ``seed``
-    draws its arrival times, routing and execution times)."""
+    draws its arrival times, routing and execution times). ``shedder`` (``goal`` or
+    ``full``, with a latency goal) sheds at ingress (``shared.sim_shedding``)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: choose from {MODES}")
+    if shedder is not None and latency_goal_s is None:
+        raise ValueError("a shedder needs a latency goal")
     started = time.perf_counter()
     engine = engine or EngineModel()
     limits = limits or Limits()
@@ -266,11 +277,26 @@ def simulate(
     s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))
     prev_prediction: float | None = None
     stabiliser = Stabiliser(stabilisation) if stabilisation and stabilisation.enabled else None
+    short: tuple[str, ...] = ()  # the last plan's: only then may the goal shedder shed
     t = 0
     while t < len(arrivals) or (t < len(arrivals) + drain_intervals and dataplane.queued() > 1e-6):
         lam_g = float(arrivals[t]) if t < len(arrivals) else 0.0
         acc = IntervalTally()
-        dataplane.step(t * td, td, lam_g, active, acc)
+        entering = lam_g
+        if shedder is not None and latency_goal_s is not None:
+            entering = sim_shedding.admitted(
+                shedder,
+                topo,
+                lam_g,
+                active,
+                dataplane.queued_by_operator(),
+                short,
+                latency_goal_s,
+                td,
+                engine.efficiency,
+            )
+        s.shed.append(lam_g - entering)
+        dataplane.step(t * td, td, entering, active, acc)
         for name in order:
             s.replicas[name].append(active[name])
         stats = IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
@@ -278,6 +304,7 @@ def simulate(
         b = budget_at(t) if budget_at is not None else budget
         backlog = backlogs(stats, analysis)
         plan = make_plan(topo, analysis, active, td, b, stabiliser, backlog, latency_goal_s)
+        short = plan.short
         pending.append(dict(plan.targets))
         active = pending.popleft()
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))

@@ -70,6 +70,13 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         "margin 0.35, --hold-on-backlog); a policy spec may say it itself: pa-sps:lr+calm",
     )
     p.add_argument(
+        "--shed",
+        choices=["goal", "full"],
+        help="with --latency-goal-ms: shed at ingress, only while the plan is short (goal, "
+        "as the ensemble) or Full Knowledge's least shedding for the goal (full); "
+        "shared/sim_shedding.py",
+    )
+    p.add_argument(
         "--mode",
         choices=["fluid", "event"],
         default="fluid",
@@ -125,6 +132,8 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
         raise ValueError(f"--budget must be >= 0, got {args.budget}")
     if args.et_cv2 < 0:
         raise ValueError(f"--et-cv2 must be >= 0, got {args.et_cv2}")
+    if args.shed and not args.latency_goal_ms:
+        raise ValueError("--shed needs --latency-goal-ms")
     budget_at = _budget_schedule(args.budget_schedule, args.td, args.budget)
     results = []
     for spec in specs:
@@ -143,6 +152,7 @@ def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
             engine=EngineModel(et_cv2=args.et_cv2),
             mode=args.mode,
             seed=args.seed,
+            shedder=args.shed,
         )
         results.append(dataclasses.replace(result, policy=spec) if preset else result)
     return results

@@ -136,3 +136,18 @@ def test_cli_simulate_takes_the_papers_limits(capsys):
 def test_cli_rejects_a_non_positive_limit(capsys):
     assert main(["simulate", "--trace", "short-spikes", "--t-out", "0", "--json"]) == 2
     assert "--t-out must be > 0" in capsys.readouterr().err
+
+
+def test_cli_event_mode_and_shedding(capsys):
+    """--mode event says so and reports its speed; --shed goal with a goal counts what it
+    shed; --shed without a goal is a clear error."""
+    args = ["simulate", "--trace", "short-spikes", "--policy", "pa-sps:lr", "--json"]
+    assert main([*args, "--mode", "event", "--et-cv2", "0.5"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "event" and doc["events_per_s"] > 0 and doc["shed"] == 0.0
+    overload = ["--peak-rate", "8000", "--latency-goal-ms", "250", "--shed", "goal"]
+    assert main([*args, *overload]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "fluid" and doc["shed"] > 0
+    assert main([*args, "--shed", "goal"]) == 2
+    assert "--shed needs --latency-goal-ms" in capsys.readouterr().err
