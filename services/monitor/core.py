@@ -58,6 +58,10 @@ class IntervalAggregator:
         self.max_source_seen = -1
         # A silent operator still has its replicas: carry the last reported count forward.
         self.last_active = {op.name: max(1, op.min_replicas) for op in topology.operators}
+        # ... and its queues: a queue is a level, reported with a replica's micro-batch.
+        # A batch longer than td leaves intervals with no report; counting them as an
+        # empty queue made PA-SPS's Eq. 2 jump 8 -> 2 -> 8 every other interval live.
+        self.last_queued: dict[str, dict[int, float]] = {n: {} for n in topology.names}
         self.late_total = 0
         self.unknown_operator = 0
 
@@ -118,6 +122,16 @@ class IntervalAggregator:
         last = min(max(self.max_source_seen, wall), self.next_to_close + 1000)
         return list(range(self.next_to_close, last + 1))
 
+    def _queue_level(self, name: str, reported: dict[int, float]) -> float:
+        """The operator's queue at the interval's end: each replica's latest report, this
+        interval's or carried from an earlier one. A carried level of a replica beyond
+        the active count is dropped (an inactive slot reports while it drains)."""
+        active = self.last_active[name]
+        carried = {r: q for r, q in self.last_queued[name].items() if r < active}
+        level = carried | reported
+        self.last_queued[name] = level
+        return sum(level.values())
+
     def close(self, k: int, now: float | None = None) -> StatsRecord:
         assert self.next_to_close is not None and k == self.next_to_close
         iv = self.open.pop(k, None) or _Interval({n: _Acc() for n in self.topology.names})
@@ -126,13 +140,14 @@ class IntervalAggregator:
         for name, a in iv.ops.items():
             if a.active:
                 self.last_active[name] = a.active
+            queued = self._queue_level(name, a.queued_by_replica)
             ops[name] = OperatorInterval(
                 received=sum(a.received_from.values()),
                 received_from=a.received_from,
                 processed=a.processed,
                 emitted=a.emitted,
                 emitted_to=a.emitted_to,
-                queued=sum(a.queued_by_replica.values()),
+                queued=queued,
                 busy_s=a.busy_s,
                 et_ms=1000.0 * a.busy_s / a.processed if a.processed > 0 else 0.0,
                 expired=a.expired,

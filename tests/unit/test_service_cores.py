@@ -134,3 +134,19 @@ def test_monitor_carries_active_count_of_a_silent_operator():
     assert agg.close(1, now=0).operators["store"].active_replicas == 3
     silent = agg.close(2, now=0).operators["store"]
     assert silent.silent and silent.active_replicas == 3
+
+
+def test_monitor_carries_each_replicas_queue_until_it_reports_again():
+    """A queue is a level: replica 0 reports 500 waiting in interval 1 and nothing in 2
+    (its micro-batch outlasts the interval), so 2 still has 500, not an empty queue;
+    in 3 it reports 120. Replica 2's 80 is dropped once only 2 replicas are active."""
+    agg = IntervalAggregator(TOPO, td=1.0)
+    cc = "classify_content"
+    agg.add(rec(1, cc, 10, replica=0, queued=500.0, active_replicas=3))
+    agg.add(rec(1, cc, 10, replica=2, queued=80.0, active_replicas=3))
+    agg.add(rec(2, "source", 1))
+    agg.add(rec(3, cc, 40, replica=0, queued=120.0, active_replicas=2))
+    agg.add(rec(4, "source", 1))
+    assert agg.close(1, now=0).operators[cc].queued == 580.0
+    assert agg.close(2, now=0).operators[cc].queued == 580.0
+    assert agg.close(3, now=0).operators[cc].queued == 120.0
