@@ -190,8 +190,12 @@ class Ingress:
         )
 
     def poll(self) -> None:
+        began = time.time()
         msgs = self.consumer.consume(num_messages=self.s.batch, timeout=0.2)
         now = time.time()
+        if len(msgs) < self.s.batch:  # nothing left waiting: all sent before ``began`` read
+            with self.arrivals_lock:
+                self.arrivals.caught_up(began)
         self.refresh_routers()
         self.gate.refresh()
         for m in msgs:
@@ -261,7 +265,8 @@ class Ingress:
             self.publish_intervals(time.time())
 
     def close(self) -> None:
-        self.publish_intervals(time.time() + self.s.td + 1)
+        # everything still open, the current interval included
+        self.publish_intervals(time.time() + self.s.td + self.arrivals.max_wait_s + 1)
         self.side.flush(10)
         self.consumer.close()
 

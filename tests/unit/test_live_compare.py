@@ -17,9 +17,26 @@ def test_arrivals_are_counted_in_the_interval_they_arrived_in_not_when_handled()
     # a batch handled at 12.1 s holds 3 events that arrived in interval 11 and 2 in 12
     for at in (11.2, 11.5, 11.99, 12.0, 12.05):
         counts.add(at, "received")
+    counts.caught_up(13.3)
     assert counts.due(12.2) == []  # interval 11 ends at 12.0: grace until 12.25
     assert counts.due(12.3) == [(11, {"received": 3})]
     assert counts.due(13.3) == [(12, {"received": 2})]
+
+
+def test_an_interval_waits_until_the_ingress_has_read_past_its_end():
+    """The ingress lags its topic: at 12.3 s it has read only what was sent before
+    11.8 s, so interval 11 (ends 12.0) stays open; a read that began at 12.4 s and left
+    nothing waiting lets it go; interval 12 goes 1.5 s after its end whatever was read."""
+    counts = ArrivalCounts(td=1.0, grace_s=0.25, max_wait_s=1.5)
+    counts.add(11.5, "received")
+    counts.add(12.5, "received")
+    counts.caught_up(11.8)
+    assert counts.due(12.3) == []
+    counts.add(11.9, "received")  # read late, still counted in its own interval
+    counts.caught_up(12.4)
+    assert counts.due(12.5) == [(11, {"received": 2})]
+    assert counts.due(14.4) == []
+    assert counts.due(14.5) == [(12, {"received": 1})]
 
 
 def test_input_error_is_the_mean_relative_error_per_interval():
