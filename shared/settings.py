@@ -43,9 +43,12 @@ class ServiceSettings(BaseSettings):
 
 
 class MonitorSettings(ServiceSettings):
-    # Late source counts (an ingress mid-batch) are folded into the next interval and
-    # garble λ_G; a full interval of grace costs plan latency but keeps the series clean.
-    close_grace_s: float = Field(default=1.0, ge=0)
+    # An interval normally closes as soon as the ingress's count of it arrives; this is
+    # how long after its end it may wait for that count. Late source counts are folded
+    # into the next interval and shift λ_G by one (measured live: every count one
+    # interval late with 1.0 s), so it exceeds the ingress's own wait for a lagging read
+    # (services.ingress.arrivals, max_wait_s 1.5 s); it costs plan latency only then.
+    close_grace_s: float = Field(default=2.0, ge=0)
 
 
 class AnalyzeSettings(ServiceSettings):

@@ -164,6 +164,8 @@ def run(
     files = report_mod.plots(topo, stats, run_dir, tau_ms)
     report_mod.save(rep, run_dir)
     (run_dir / "stats.json").write_text(json.dumps(stats))  # the per-interval series
+    # the replay's own count per interval: the ground truth λ_G(t) is measured against
+    (run_dir / "sent.json").write_text(json.dumps(sent_by_interval))
     timeline_rows = [
         {
             **asdict(c),
