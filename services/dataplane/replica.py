@@ -25,6 +25,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -97,6 +98,11 @@ class Occupancy:
                 time.sleep(ahead)
         return occupied
 
+    def arrive(self, at: float) -> None:
+        """An event that arrived at ``at`` (perf_counter) while the task ran: a replica
+        idle before it owes nothing for the gap."""
+        self.free_at = max(self.free_at, at)
+
     def settle(self) -> None:
         """The batch ends when the replica has served its last event's time."""
         ahead = self.free_at - time.perf_counter()
@@ -119,6 +125,8 @@ class SlotResult:
     las_keys: list[int] = field(default_factory=list)
     las_times: list[float] = field(default_factory=list)
     ids: IdBatch | None = None  # the id ledger's entries, when tracking is on
+    start: int = 0  # the offset the slot began at
+    next_offset: int = 0  # processed up to here (exclusive)
     probes: list[str] = field(default_factory=list)
 
 
@@ -170,12 +178,8 @@ class GroupRun:
         )
 
 
-def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
-    """Every slot's records [start, end) with one consumer (assign, no group)."""
-    out: dict[int, list[Any]] = {s.replica: [] for s in slots}
-    todo = {s.replica: s for s in slots if s.events}
-    if not todo:
-        return out
+def _consumer(o: dict[str, str]) -> Consumer:
+    """The worker's consumer: assign only, no group (Spark's offsets are the progress)."""
     consumer: Consumer = _cached(
         ("consumer", o["bootstrap"]),
         lambda: Consumer(
@@ -190,6 +194,16 @@ def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[i
             )
         ),
     )
+    return consumer
+
+
+def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
+    """Every slot's records [start, end) with one consumer (assign, no group)."""
+    out: dict[int, list[Any]] = {s.replica: [] for s in slots}
+    todo = {s.replica: s for s in slots if s.events}
+    if not todo:
+        return out
+    consumer = _consumer(o)
     consumer.assign([TopicPartition(topic, s.replica, s.start) for s in todo.values()])
     nxt = {j: s.start for j, s in todo.items()}  # offsets can skip (markers): track them
     deadline = time.monotonic() + 60
@@ -214,29 +228,44 @@ def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[i
     return out
 
 
-def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
-    res = SlotResult(slot.replica, ids=IdBatch(g.keys.prefix) if g.track_ids else None)
-    if not msgs:
-        return res
-    ids = res.ids
-    ctx = Context(g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False))
-    routers = {s: g.router(s, slot.replica) for s in g.successors}
-    clock = Occupancy(g.cost_mode, g.op.et_s)
-    is_sink = not g.successors
-    entry = g.operator in g.topo.entry_operators
-    for msg in msgs:
+class SlotRun:
+    """One replica slot's work in one task: ``handle`` each event in offset order, then
+    ``finish``. Clients and routers are set up at the first event, so a slot that gets
+    nothing costs nothing."""
+
+    def __init__(self, g: GroupRun, slot: Slot) -> None:
+        self.g, self.slot = g, slot
+        self.res = SlotResult(slot.replica, ids=IdBatch(g.keys.prefix) if g.track_ids else None)
+        self.res.start = self.res.next_offset = slot.start
+        self.clock = Occupancy(g.cost_mode, g.op.et_s)
+        self.ctx: Context | None = None
+        self.routers: dict[str, LoadAwareRouter] = {}
+
+    def _ready(self) -> Context:
+        if self.ctx is None:
+            g = self.g
+            self.ctx = Context(
+                g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False)
+            )
+            self.routers = {s: g.router(s, self.slot.replica) for s in g.successors}
+        return self.ctx
+
+    def handle(self, msg: Any) -> None:
+        g, res, ids = self.g, self.res, self.res.ids
+        ctx = self._ready()
+        res.next_offset = max(res.next_offset, (msg.offset() or 0) + 1)
         try:
             ev = decode(msg.value())
         except BadEvent as exc:
             res.dead += 1
-            _dead_letter(g, slot.replica, msg, exc)
-            continue
+            _dead_letter(g, self.slot.replica, msg, exc)
+            return
         now = time.time()
         if g.t_out and now - (ev.adm or ev.ts) > g.t_out:
             res.expired += 1  # PA-SPS t_out: too old to be worth processing
             if ids is not None:
                 ids.add(g.operator, "expired", ev.id)
-            continue
+            return
         began = time.perf_counter()
         ctx.event_id = ev.id
         try:
@@ -247,11 +276,11 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
         except (BadEvent, KeyError, TypeError, ValueError) as exc:
             # An operator's input error: the payload lacks what the operator needs.
             res.dead += 1
-            _dead_letter(g, slot.replica, msg, exc)
+            _dead_letter(g, self.slot.replica, msg, exc)
             if ids is not None:
                 ids.add(g.operator, "dead", ev.id)
-            continue
-        occupied = clock.end(began)
+            return
+        occupied = self.clock.end(began)
         res.busy += occupied
         res.processed += 1
         if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
@@ -259,60 +288,142 @@ def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
         if ev.adm is not None:
             res.queuing.add(1000.0 * (now - ev.adm))
         res.received_from[ev.src] = res.received_from.get(ev.src, 0.0) + 1
-        if entry and isinstance(ev.payload, dict | str):
+        if g.operator in g.topo.entry_operators and isinstance(ev.payload, dict | str):
             res.las_keys.append(_las_key(msg.key(), ev))
             res.las_times.append(occupied)
+        self._emit(ev, outputs, msg.key())
+        if ids is not None:
+            ids.add(g.operator, "processed", ev.id)
+        if not g.successors:
+            res.latencies.add(1000.0 * (time.time() - ev.ts))
+
+    def _emit(self, ev: Envelope, outputs: list[tuple[str | None, bytes]], key: Any) -> None:
+        g, res = self.g, self.res
         for dst, body in outputs:
             for s in [dst] if dst is not None else g.successors:
                 g.producer.produce(
-                    g.keys.topic(s), body, partition=routers[s].choose(), key=msg.key()
+                    g.keys.topic(s), body, partition=self.routers[s].choose(), key=key
                 )
                 res.emitted += 1
                 res.emitted_to[s] = res.emitted_to.get(s, 0.0) + 1
-                if ids is not None:
-                    ids.add(s, "sent", ev.id)
-        if ids is not None:
-            ids.add(g.operator, "processed", ev.id)
-        if is_sink:
-            res.latencies.add(1000.0 * (time.time() - ev.ts))
-    clock.settle()
-    ctx.writes.execute()  # the sink's writes: one round trip per slot, not per event
-    return res
+                if res.ids is not None:
+                    res.ids.add(s, "sent", ev.id)
+
+    def finish(self) -> SlotResult:
+        self.clock.settle()
+        if self.ctx is not None:
+            self.ctx.writes.execute()  # the sink's writes: one round trip per slot, not per event
+        return self.res
+
+
+def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
+    """The slot's planned offset range [start, end): offsets can skip (markers), so the
+    slot is done up to ``end`` whatever its last record's offset."""
+    run = SlotRun(g, slot)
+    for msg in msgs:
+        run.handle(msg)
+    run.res.next_offset = max(run.res.next_offset, slot.end)
+    return run.finish()
+
+
+_WINDOW_END = object()
+
+
+def serve_slot(
+    g: GroupRun, slot: Slot, msgs: list[Any], feed: SimpleQueue | None, deadline: float
+) -> SlotResult:
+    """``run_slot``, then what arrives on ``feed`` until ``deadline`` (a drain has none):
+    an event taken after the deadline is left for the next batch, so the slot's progress
+    stays contiguous."""
+    run = SlotRun(g, slot)
+    for msg in msgs:
+        run.handle(msg)
+    run.res.next_offset = max(run.res.next_offset, slot.end)
+    while feed is not None:
+        item = feed.get()
+        if item is _WINDOW_END or time.monotonic() > deadline:
+            break
+        msg, arrived = item
+        run.clock.arrive(arrived)
+        run.handle(msg)
+    return run.finish()
+
+
+def feed_window(
+    o: dict[str, str],
+    topic: str,
+    feeds: dict[int, SimpleQueue],
+    starts: dict[int, int],
+    deadline: float,
+) -> None:
+    """Read the live slots' partitions from ``starts`` until ``deadline``, handing each
+    record to its slot with its arrival time; always ends every feed."""
+    consumer = _consumer(o)
+    try:
+        if feeds:
+            consumer.assign([TopicPartition(topic, j, at) for j, at in starts.items()])
+        while feeds and (left := deadline - time.monotonic()) > 0:
+            # A short timeout: consume() waits all of it when fewer records are there.
+            for msg in consumer.consume(num_messages=1000, timeout=min(0.02, left)):
+                err = msg.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(f"{topic}[{msg.partition()}]: {err}")
+                    continue
+                feeds[msg.partition() or 0].put((msg, time.perf_counter()))
+    finally:
+        if feeds:
+            consumer.unassign()
+        for q in feeds.values():
+            q.put(_WINDOW_END)
+
+
+def run_windowed(
+    g: GroupRun, slots: tuple[Slot, ...], records: dict[int, list[Any]], deadline: float
+) -> list[SlotResult]:
+    """Every slot in its own thread; the live ones go on with what upstream produces until
+    ``deadline``, so an event crosses several operators within one micro-batch."""
+    feeds: dict[int, SimpleQueue] = {s.replica: SimpleQueue() for s in slots if not s.drain}
+    pool = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
+    futures = [
+        pool.submit(serve_slot, g, s, records[s.replica], feeds.get(s.replica), deadline)
+        for s in slots
+    ]
+    starts = {s.replica: s.end for s in slots if not s.drain}
+    feed_window(g.o, g.topic, feeds, starts, deadline)
+    return [f.result() for f in futures]
 
 
 def run_group(
     o: dict[str, str], operator: str, slots: tuple[Slot, ...], active: int
 ) -> list[tuple[int, int, int, int, int, int, float]]:
     freeze_heap_once()
+    began = time.monotonic()
     g = GroupRun(o, operator, active)
     records = read_slots(o, g.topic, slots)
-    if len(slots) > 1:
+    window = float(o.get("window_s") or 0)
+    if window > 0:
+        results = run_windowed(g, slots, records, began + window)
+    elif len(slots) > 1:
         pool = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
         results = list(pool.map(lambda s: run_slot(g, s, records[s.replica]), slots))
     else:
         results = [run_slot(g, s, records[s.replica]) for s in slots]
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
-    publish(g, results, slots)
+    publish(g, results)
     by_slot = {s.replica: s for s in slots}
     return [
-        (
-            r.replica,
-            by_slot[r.replica].start,
-            by_slot[r.replica].end,
-            r.processed,
-            r.emitted,
-            r.dead,
-            r.busy,
-        )
+        (r.replica, by_slot[r.replica].start, r.next_offset, r.processed, r.emitted, r.dead, r.busy)
         for r in results
     ]
 
 
-def publish(g: GroupRun, results: list[SlotResult], slots: tuple[Slot, ...]) -> None:
+def publish(g: GroupRun, results: list[SlotResult]) -> None:
     """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
-    processed up to (what a drain waits on), batched."""
+    processed up to (what a drain waits on; with a window, where the next batch starts),
+    batched."""
     pipe = g.r.pipeline(transaction=False)
-    done = {str(s.replica): s.end for s in slots if s.events}
+    done = {str(r.replica): r.next_offset for r in results if r.next_offset > r.start}
     if done:  # one task per partition per batch, batches in order: a plain HSET
         pipe.hset(g.keys.committed(g.operator), mapping=done)
         # which executor served how many slots: shows tasks spread over a cluster

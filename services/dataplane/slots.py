@@ -28,11 +28,19 @@ class Slot:
         return max(0, self.end - self.start)
 
 
-def plan_slots(start: dict, end: dict, pool: int, active: int) -> list[Slot]:
-    """Every active slot, plus each inactive slot that still holds events (it drains)."""
+def plan_slots(
+    start: dict, end: dict, pool: int, active: int, progress: dict | None = None
+) -> list[Slot]:
+    """Every active slot, plus each inactive slot that still holds events (it drains).
+
+    ``progress``: how far each partition was really processed, when tasks read past their
+    planned range (``window_s``, ``replica.py``): a slot starts there, not at Spark's
+    offset, so nothing is processed twice."""
     slots = []
     for j in range(pool):
         s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
+        if progress is not None:
+            s = min(e, max(s, int(progress.get(str(j), 0))))
         if j < active:
             slots.append(Slot(j, s, e))
         elif e > s:
@@ -40,18 +48,22 @@ def plan_slots(start: dict, end: dict, pool: int, active: int) -> list[Slot]:
     return slots
 
 
-def pack(slots: list[Slot], tasks: int) -> list[tuple[Slot, ...]]:
+def pack(slots: list[Slot], tasks: int, keep_idle: bool = False) -> list[tuple[Slot, ...]]:
     """Spread the slots that have events over at most ``tasks`` groups, largest first onto
     the lightest group (LPT), so the tasks of one micro-batch end at about the same time.
-    Always at least one group: Spark still runs the batch and commits its offsets."""
-    busy = sorted((s for s in slots if s.events), key=lambda s: -s.events)
+    Always at least one group: Spark still runs the batch and commits its offsets.
+    ``keep_idle``: active slots with nothing planned are served too (they read what
+    arrives during the task's window)."""
+    busy = sorted(
+        (s for s in slots if s.events or (keep_idle and not s.drain)), key=lambda s: -s.events
+    )
     n = max(1, min(tasks, len(busy)))
     groups: list[list[Slot]] = [[] for _ in range(n)]
     load = [0] * n
     for s in busy:
         k = load.index(min(load))
         groups[k].append(s)
-        load[k] += s.events
+        load[k] += s.events or 1  # idle slots (keep_idle) spread too
     return [tuple(g) for g in groups]
 
 

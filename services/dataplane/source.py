@@ -19,6 +19,11 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from services.dataplane.slots import Slot, capped_end, max_events_per_slot, pack, plan_slots
 
+
+def _text(key: bytes | str) -> str:
+    return key.decode() if isinstance(key, bytes) else key
+
+
 SCHEMA = (
     "replica INT, start LONG, end LONG, processed LONG, emitted LONG, "
     "dead_lettered LONG, busy_s DOUBLE"
@@ -60,6 +65,7 @@ class OperatorReader(DataSourceStreamReader):
         self.operators = [n for n in names.split(",") if n]
         self.max_per_task = int(options.get("max_per_task", "20000"))
         self.tasks_per_query = int(options.get("tasks_per_query", "1"))
+        self.windowed = float(options.get("window_s") or 0) > 0
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None
@@ -136,11 +142,25 @@ class OperatorReader(DataSourceStreamReader):
             for op in self.operators
         }
 
+    def _progress(self) -> dict[str, dict[str, int]]:
+        """How far each partition was processed (``replica.publish``): with a window,
+        tasks read past their planned range, so Spark's offsets are only a lower bound."""
+        if not self.windowed:
+            return {op: {} for op in self.operators}
+        pipe = self._redis().pipeline(transaction=False)
+        for op in self.operators:
+            pipe.hgetall(self._keys().committed(op))
+        return {
+            op: {_text(k): int(v) for k, v in raw.items()}
+            for op, raw in zip(self.operators, pipe.execute(), strict=True)
+        }
+
     def initialOffset(self) -> dict:
         return {op: {str(j): 0 for j in range(self._pool(op))} for op in self.operators}
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
         out = {}
+        progress = self._progress()
         for op, ends in self._ends().items():
             cap = max_events_per_slot(
                 self.o.get("cost_mode", "none"),
@@ -148,7 +168,10 @@ class OperatorReader(DataSourceStreamReader):
                 float(self.o.get("max_batch_s", "1")),
                 self.max_per_task,
             )
-            first = start.get(op, {})
+            first = {
+                str(j): max(int(start.get(op, {}).get(str(j), 0)), progress[op].get(str(j), 0))
+                for j in range(self._pool(op))
+            }
             # The registry only bounds what may be read: if it is lost (a Redis restart or
             # flush) the ends read 0, and the batch must stay where the checkpoint is, never
             # rewind and replay history.
@@ -164,10 +187,13 @@ class OperatorReader(DataSourceStreamReader):
         active = self._active()
         self._record_effects(active)
         tasks: list[InputPartition] = []
+        progress = self._progress() if self.windowed else {}
         pipe = self._redis().pipeline(transaction=False)
         for op in self.operators:
-            slots = plan_slots(start.get(op, {}), end.get(op, {}), self._pool(op), active[op])
-            groups = pack(slots, self.tasks_per_query)
+            slots = plan_slots(
+                start.get(op, {}), end.get(op, {}), self._pool(op), active[op], progress.get(op)
+            )
+            groups = pack(slots, self.tasks_per_query, keep_idle=self.windowed)
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
                 groups = [g for g in groups if g]
             tasks.extend(SlotGroup(op, g, active[op]) for g in groups)
@@ -208,12 +234,16 @@ class OperatorReader(DataSourceStreamReader):
 
         ends = self._ends()
         active = self._active()
+        progress = self._progress()
         td = float(self.o.get("td", "1"))
         if self._producer is None:
             self._producer = Producer(kafka_config(self.o["bootstrap"], **{"linger.ms": 0}))
         for op in self.operators:
             done = end.get(op, {})
-            queued = sum(max(0, e - int(done.get(str(j), 0))) for j, e in enumerate(ends[op]))
+            queued = sum(
+                max(0, e - max(int(done.get(str(j), 0)), progress[op].get(str(j), 0)))
+                for j, e in enumerate(ends[op])
+            )
             rec = OperatorCounters(
                 interval=int(time.time() // td),
                 operator=op,

@@ -160,6 +160,7 @@ def build(
             float(stats[0].get("td", 1.0)) if stats else 1.0,
         ),
         "latency_ms_mean": lat_mean,
+        "latency_ms_p50": float(np.percentile(lat, 50)) if len(lat) else None,
         "latency_ms_p99": float(np.percentile(lat, 99)) if len(lat) else None,
         "queuing_ms_mean": queuing_mean,
         "queuing_ms_p99": float(np.percentile(queuing, 99)) if len(queuing) else None,

@@ -46,3 +46,35 @@ def test_wait_mode_occupies_the_replica_et_per_event():
     # 20 events x 10 ms: the replica is busy 200 ms, and no less wall time passes
     assert busy == pytest.approx(0.2)
     assert time.perf_counter() - t0 >= 0.2
+
+
+def test_a_slot_starts_where_processing_really_got_to():
+    # Spark's offsets say 10 and 5; tasks with a window read on to 14 and 9 (progress).
+    start, end = {"0": 10, "1": 5, "2": 3}, {"0": 20, "1": 9, "2": 3}
+    slots = plan_slots(start, end, pool=3, active=2, progress={"0": 14, "1": 9, "2": 1})
+    # slot 0 reads 14..20; slot 1 has nothing left; inactive 2 is behind Spark's offset,
+    # which wins (a lost progress record never rewinds)
+    assert slots == [Slot(0, 14, 20), Slot(1, 9, 9)]
+
+
+def test_pack_keeps_idle_live_slots_when_tasks_read_a_window():
+    slots = [Slot(0, 0, 10), Slot(1, 0, 0), Slot(2, 0, 0), Slot(3, 0, 0, drain=True)]
+    # idle slots 1 and 2 get a task each (they read what arrives); an empty drain none
+    assert [[s.replica for s in g] for g in pack(slots, tasks=3, keep_idle=True)] == [
+        [0],
+        [1],
+        [2],
+    ]
+    assert [[s.replica for s in g] for g in pack(slots, tasks=2, keep_idle=True)] == [
+        [0],
+        [1, 2],
+    ]
+
+
+def test_an_event_arriving_at_an_idle_replica_owes_nothing_for_the_gap():
+    clock = Occupancy("none", 0.01)
+    clock.free_at = 100.0
+    clock.arrive(99.0)  # arrived while the replica was still busy: it waits its turn
+    assert clock.free_at == 100.0
+    clock.arrive(105.0)  # arrived after the replica went idle: it starts then
+    assert clock.free_at == 105.0
