@@ -111,11 +111,12 @@ class DataplaneSettings(ServiceSettings):
     max_batch_s: float = Field(default=1.0, gt=0)  # a slot's work per batch, with a cost
     t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
     async_progress: bool = False  # Spark's asyncProgressTrackingEnabled
-    # A task keeps serving its active replicas' partitions until window_s after it started,
+    # A task keeps serving its active replicas' partitions for task_window_s after it starts,
     # reading what upstream produces meanwhile, so an event crosses several operators in
-    # one micro-batch instead of waiting for one batch per hop (README, "Latency").
+    # one micro-batch instead of waiting for one batch per hop: twitter at 50 % load, mean
+    # latency 4.1 s -> 0.74 s (README, "An event crosses the operators in one batch").
     # 0: a task reads its planned offset range only.
-    window_s: float = Field(default=0.0, ge=0)
+    task_window_s: float = Field(default=0.6, ge=0)
     one_query: bool = True  # every operator in one streaming query (False: one each)
     # Where a micro-batch learns how far each partition goes: "registry", the ends the
     # producers record from their delivery reports (the embedded broker's ListOffsets is

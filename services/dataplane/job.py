@@ -109,7 +109,7 @@ def start_query(spark: Any, settings: DataplaneSettings, ops: list[str]) -> Any:
         .option("tasks_per_query", str(settings.tasks_per_query))
         .option("max_batch_s", str(settings.max_batch_s))
         .option("t_out_s", str(settings.t_out_s))
-        .option("window_s", str(settings.window_s))
+        .option("task_window_s", str(settings.task_window_s))
         .option("track_ids", "1" if settings.track_ids else "0")
         .option("metrics_topic", settings.topics.metrics)
         .option("fixed_replicas", str(settings.fixed_replicas or ""))

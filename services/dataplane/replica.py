@@ -401,7 +401,7 @@ def run_group(
     began = time.monotonic()
     g = GroupRun(o, operator, active)
     records = read_slots(o, g.topic, slots)
-    window = float(o.get("window_s") or 0)
+    window = float(o.get("task_window_s") or 0)
     if window > 0:
         results = run_windowed(g, slots, records, began + window)
     elif len(slots) > 1:

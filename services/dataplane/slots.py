@@ -34,7 +34,7 @@ def plan_slots(
     """Every active slot, plus each inactive slot that still holds events (it drains).
 
     ``progress``: how far each partition was really processed, when tasks read past their
-    planned range (``window_s``, ``replica.py``): a slot starts there, not at Spark's
+    planned range (``task_window_s``, ``replica.py``): a slot starts there, not at Spark's
     offset, so nothing is processed twice."""
     slots = []
     for j in range(pool):

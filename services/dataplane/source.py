@@ -65,7 +65,7 @@ class OperatorReader(DataSourceStreamReader):
         self.operators = [n for n in names.split(",") if n]
         self.max_per_task = int(options.get("max_per_task", "20000"))
         self.tasks_per_query = int(options.get("tasks_per_query", "1"))
-        self.windowed = float(options.get("window_s") or 0) > 0
+        self.windowed = float(options.get("task_window_s") or 0) > 0
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None

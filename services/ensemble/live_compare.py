@@ -35,7 +35,7 @@ FIGURES = (
 # its forecast"): per-hop micro-batch time, the share of 1/et a replica delivers, and the
 # intervals a live plan acts later than the forecast's (the monitor closes an interval
 # one interval late, then plan, execute and the next micro-batch).
-DEFAULT_ENGINE = EngineModel(hop_s=0.6, efficiency=0.85, plan_delay=2)
+DEFAULT_ENGINE = EngineModel(hop_s=0.18, efficiency=0.85, plan_delay=2)
 
 
 @dataclass(frozen=True)

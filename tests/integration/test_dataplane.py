@@ -51,9 +51,9 @@ CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY":
     [
         pytest.param(LOCAL, id="local"),
         pytest.param(CLUSTER, id="local-cluster", marks=pytest.mark.cluster),
-        # tasks read past their planned range (SPS_WINDOW_S): every batch, idle slots
-        # included, ends a second after it began; nothing may be processed twice
-        pytest.param({**LOCAL, "SPS_WINDOW_S": "1.0"}, id="windowed"),
+        # by default tasks read past their planned range for SPS_TASK_WINDOW_S (nothing may
+        # be processed twice); without the window each reads its planned range only
+        pytest.param({**LOCAL, "SPS_TASK_WINDOW_S": "0"}, id="planned-range"),
     ],
 )
 def test_resize_mid_stream_loses_nothing_and_never_restarts(
