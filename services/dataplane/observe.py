@@ -113,8 +113,9 @@ class DataplaneCollector(Collector):
 
 
 def health(r: Any, queries: Callable[[], list[Any]]) -> tuple[bool, dict[str, Any]]:
-    """OK when every query runs and Redis answers."""
-    running = {q.name: bool(q.isActive) for q in queries()}
+    """OK when every query runs, has finished its first (warm-up) batch, and Redis
+    answers."""
+    running = {q.name: bool(q.isActive) and q.lastProgress is not None for q in queries()}
     try:
         redis_ok = bool(r.ping())
     except Exception:  # any failure to reach Redis is "not healthy", reported, not raised
