@@ -87,6 +87,9 @@ class IngressSettings(ServiceSettings):
     key_field: str = "key"  # dotted path of the attribute the LAS sketches key on
     write_shed: bool = False  # also write shed events to the sps.shed topic
     batch: int = Field(default=5000, ge=1)
+    # consume() waits all of this when fewer than ``batch`` records are there; interval t's
+    # count leaves only after a read begun past t's end came back, so this is plan delay
+    poll_timeout_s: float = Field(default=0.05, gt=0)
 
 
 class DataplaneSettings(ServiceSettings):

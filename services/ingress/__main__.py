@@ -191,7 +191,7 @@ class Ingress:
 
     def poll(self) -> None:
         began = time.time()
-        msgs = self.consumer.consume(num_messages=self.s.batch, timeout=0.2)
+        msgs = self.consumer.consume(num_messages=self.s.batch, timeout=self.s.poll_timeout_s)
         now = time.time()
         if len(msgs) < self.s.batch:  # nothing left waiting: all sent before ``began`` read
             with self.arrivals_lock:
