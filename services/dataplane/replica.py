@@ -316,25 +316,16 @@ class SlotRun:
         return self.res
 
 
-def run_slot(g: GroupRun, slot: Slot, msgs: list[Any]) -> SlotResult:
-    """The slot's planned offset range [start, end): offsets can skip (markers), so the
-    slot is done up to ``end`` whatever its last record's offset."""
-    run = SlotRun(g, slot)
-    for msg in msgs:
-        run.handle(msg)
-    run.res.next_offset = max(run.res.next_offset, slot.end)
-    return run.finish()
-
-
 _WINDOW_END = object()
 
 
 def serve_slot(
-    g: GroupRun, slot: Slot, msgs: list[Any], feed: SimpleQueue | None, deadline: float
+    g: GroupRun, slot: Slot, msgs: list[Any], feed: SimpleQueue | None = None, deadline: float = 0
 ) -> SlotResult:
-    """``run_slot``, then what arrives on ``feed`` until ``deadline`` (a drain has none):
-    an event taken after the deadline is left for the next batch, so the slot's progress
-    stays contiguous."""
+    """The slot's planned offset range [start, end) (offsets can skip, markers: the slot
+    is done up to ``end`` whatever its last record's offset), then, with a window, what
+    arrives on ``feed`` until ``deadline`` (a drain has none): an event taken after the
+    deadline is left for the next batch, so the slot's progress stays contiguous."""
     run = SlotRun(g, slot)
     for msg in msgs:
         run.handle(msg)
@@ -347,6 +338,12 @@ def serve_slot(
         run.clock.arrive(arrived)
         run.handle(msg)
     return run.finish()
+
+
+def _threads() -> ThreadPoolExecutor:
+    """The worker's slot threads (a ``wait``-bound slot releases the GIL while occupied)."""
+    pool: ThreadPoolExecutor = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
+    return pool
 
 
 def feed_window(
@@ -384,9 +381,8 @@ def run_windowed(
     """Every slot in its own thread; the live ones go on with what upstream produces until
     ``deadline``, so an event crosses several operators within one micro-batch."""
     feeds: dict[int, SimpleQueue] = {s.replica: SimpleQueue() for s in slots if not s.drain}
-    pool = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
     futures = [
-        pool.submit(serve_slot, g, s, records[s.replica], feeds.get(s.replica), deadline)
+        _threads().submit(serve_slot, g, s, records[s.replica], feeds.get(s.replica), deadline)
         for s in slots
     ]
     starts = {s.replica: s.end for s in slots if not s.drain}
@@ -405,10 +401,9 @@ def run_group(
     if window > 0:
         results = run_windowed(g, slots, records, began + window)
     elif len(slots) > 1:
-        pool = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
-        results = list(pool.map(lambda s: run_slot(g, s, records[s.replica]), slots))
+        results = list(_threads().map(lambda s: serve_slot(g, s, records[s.replica]), slots))
     else:
-        results = [run_slot(g, s, records[s.replica]) for s in slots]
+        results = [serve_slot(g, s, records[s.replica]) for s in slots]
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
     publish(g, results)
     by_slot = {s.replica: s for s in slots}

@@ -28,10 +28,6 @@ from services.dataplane.slots import Slot, capped_end, max_events_per_slot, pack
 WARM = "@warm"
 
 
-def _text(key: bytes | str) -> str:
-    return key.decode() if isinstance(key, bytes) else key
-
-
 SCHEMA = (
     "replica INT, start LONG, end LONG, processed LONG, emitted LONG, "
     "dead_lettered LONG, busy_s DOUBLE"
@@ -159,7 +155,7 @@ class OperatorReader(DataSourceStreamReader):
         for op in self.operators:
             pipe.hgetall(self._keys().committed(op))
         return {
-            op: {_text(k): int(v) for k, v in raw.items()}
+            op: {str(int(k)): int(v) for k, v in raw.items()}
             for op, raw in zip(self.operators, pipe.execute(), strict=True)
         }
 
