@@ -10,9 +10,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import faust
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from services.faust_fetch import app_class
 from shared.connections import KafkaSecurity
 from shared.contracts.action import DeadLetter
 from shared.contracts.base import ContractError, R, decode, encode
@@ -90,7 +90,7 @@ class ServiceApp:
         self.keys = Keys(settings.key_prefix)
         port = settings.web_port or free_port()
         self.web_port = port
-        self.app = faust.App(
+        self.app = app_class(settings.kafka_fetch_max_wait_ms)(
             f"sps-{name}",
             broker=f"kafka://{settings.kafka_bootstrap_servers}",
             broker_credentials=KafkaSecurity().faust_credentials(),

@@ -24,6 +24,12 @@ def backlog_utilisation(backlog: Sequence[float], et_s: float, td: float) -> lis
     return [b * et_s / td for b in backlog]
 
 
+# How often a router re-reads its successor's active count and backlog (the ingress's,
+# and a dataplane task's for all its slots): a task's window is 0.6 s or more, and a
+# scale-out must reach the routers well within it.
+ROUTING_REFRESH_S = 0.2
+
+
 class LoadAwareRouter:
     """``concurrency``: how many routers choose at once from the same snapshot (the
     upstream operator's active replicas). Each charges ``concurrency`` × et/td per

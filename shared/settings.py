@@ -26,6 +26,9 @@ class ServiceSettings(BaseSettings):
     web_port: int = Field(default=0, ge=0, le=65535)  # 0: pick a free port
     web_host: str = "127.0.0.1"
     kafka_session_timeout_s: float = Field(default=6.0, gt=0)
+    # The longest a faust service's fetch waits for records (services/faust_fetch.py:
+    # faust fixes 1,500 ms, and the embedded broker answers only when it runs out).
+    kafka_fetch_max_wait_ms: int = Field(default=50, ge=1, le=30_000)
     topics: Topics = Field(default_factory=Topics)
     # Record every event id at every stage (shared/id_ledger.py): the report's `lost` by
     # id, per operator. Costs Redis memory per event: runs, tests and audits.
@@ -90,6 +93,9 @@ class IngressSettings(ServiceSettings):
     # consume() waits all of this when fewer than ``batch`` records are there; interval t's
     # count leaves only after a read begun past t's end came back, so this is plan delay
     poll_timeout_s: float = Field(default=0.05, gt=0)
+    # how long after t's end a record stamped in t may still reach the broker (the
+    # producer's linger and send): t's count waits this long, then for a read begun after
+    arrival_grace_s: float = Field(default=0.1, ge=0)
 
 
 class DataplaneSettings(ServiceSettings):

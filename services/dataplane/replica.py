@@ -21,6 +21,7 @@ operator's LAS sketch state, which must outlive a batch to become stable.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -39,9 +40,10 @@ from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.envelope import BadEvent, Envelope, decode
-from shared.grouping import LoadAwareRouter, backlog_utilisation
+from shared.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
 from shared.id_ledger import IdBatch
 from shared.knowledge_base import Keys
+from shared.rescale_timeline import record_effect
 from shared.tracked_producer import TrackedProducer, read_backlog
 
 _CACHE: dict[Any, Any] = {}
@@ -160,21 +162,35 @@ class GroupRun:
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
         self.topic = self.keys.topic(self.operator)
         self.track_ids = o.get("track_ids") == "1"
-        self.backlog = {
-            s: read_backlog(self.r, self.keys, s, self.topo[s].max_replicas)
-            for s in self.successors
-        }
+        self._routing: dict[str, tuple[float, int, list[float]]] = {}
+        self._routing_lock = threading.Lock()
+
+    def routing(self, successor: str) -> tuple[int, list[float]]:
+        """The successor's active count and its replicas' utilisation from their backlog,
+        read at most every ``ROUTING_REFRESH_S`` for all of this task's slots. A count
+        that differs from the one this worker last saw is a change taking effect: the
+        routers send to the new replicas from now on (its standby slots serve them in
+        their window, ``slots.plan_slots``), so it is recorded as the change's effect."""
+        with self._routing_lock:
+            at, n, util = self._routing.get(successor, (-1.0, 0, []))
+            if time.monotonic() - at < ROUTING_REFRESH_S:
+                return n, util
+            op = self.topo[successor]
+            n = int(self.r.get(self.keys.active(successor)) or 0) or op.min_replicas
+            n = max(1, min(op.max_replicas, n))
+            backlog = read_backlog(self.r, self.keys, successor, op.max_replicas)
+            util = backlog_utilisation(backlog[:n], op.et_s, self.td)
+            self._routing[successor] = (time.monotonic(), n, util)
+        seen = _CACHE.setdefault(("seen_active", self.keys.prefix), {})
+        if seen.get(successor, n) != n:
+            record_effect(self.r, self.keys, successor, n, time.time())
+        seen[successor] = n
+        return n, util
 
     def router(self, successor: str, slot: int) -> LoadAwareRouter:
-        n = int(self.r.get(self.keys.active(successor)) or 0) or self.topo[successor].min_replicas
-        n = max(1, min(self.topo[successor].max_replicas, n))
-        et = self.topo[successor].et_s
+        _, util = self.routing(successor)
         return LoadAwareRouter(
-            et,
-            self.td,
-            backlog_utilisation(self.backlog[successor][:n], et, self.td),
-            concurrency=self.active,
-            start=slot,
+            self.topo[successor].et_s, self.td, util, concurrency=self.active, start=slot
         )
 
 
@@ -240,14 +256,17 @@ class SlotRun:
         self.clock = Occupancy(g.cost_mode, g.op.et_s)
         self.ctx: Context | None = None
         self.routers: dict[str, LoadAwareRouter] = {}
+        self.routed_at = 0.0
 
     def _ready(self) -> Context:
+        g = self.g
         if self.ctx is None:
-            g = self.g
             self.ctx = Context(
                 g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False)
             )
+        if time.monotonic() - self.routed_at >= ROUTING_REFRESH_S:  # a window outlasts it
             self.routers = {s: g.router(s, self.slot.replica) for s in g.successors}
+            self.routed_at = time.monotonic()
         return self.ctx
 
     def handle(self, msg: Any) -> None:

@@ -197,7 +197,12 @@ class OperatorReader(DataSourceStreamReader):
         pipe = self._redis().pipeline(transaction=False)
         for op in self.operators:
             slots = plan_slots(
-                start.get(op, {}), end.get(op, {}), self._pool(op), active[op], progress.get(op)
+                start.get(op, {}),
+                end.get(op, {}),
+                self._pool(op),
+                active[op],
+                progress.get(op),
+                standby=self.windowed,
             )
             groups = pack(slots, self.tasks_per_query, keep_idle=self.windowed)
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
@@ -206,8 +211,9 @@ class OperatorReader(DataSourceStreamReader):
             log = f"{self._keys().prefix}:dp:{op}:batches"
             entry = {
                 "active": active[op],
-                "slots": [s.replica for s in slots if not s.drain],
+                "slots": [s.replica for s in slots if not (s.drain or s.standby)],
                 "drain": [s.replica for s in slots if s.drain],
+                "standby": [s.replica for s in slots if s.standby],
                 "tasks": len(groups),
                 "at": time.time(),
             }

@@ -22,12 +22,13 @@ from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.embedded import free_port
-from shared.grouping import LoadAwareRouter, backlog_utilisation
+from shared.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
 from shared.id_ledger import IdBatch
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.logs import configure_logging
 from shared.redis_client import redis_client
+from shared.rescale_timeline import record_effect
 from shared.settings import IngressSettings, settings_or_exit
 from shared.tracked_producer import TrackedProducer, read_backlog
 
@@ -118,7 +119,7 @@ class Ingress:
             scale_first=goal is not None,
         )
         self.metrics = IngressMetrics(registry)
-        self.arrivals = ArrivalCounts(settings.td)
+        self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)
         self.arrivals_lock = threading.Lock()
         self.entries = list(self.topo.successors["source"])
         self.routers: dict[str, LoadAwareRouter] = {}
@@ -137,15 +138,21 @@ class Ingress:
         )
         self.consumer.subscribe([settings.topics.ingress])
         self._last_refresh = 0.0
+        self._seen_active: dict[str, int] = {}
         self._warned_infeasible = False
 
     def refresh_routers(self) -> None:
-        if time.monotonic() - self._last_refresh < 0.5:
+        """Every ``ROUTING_REFRESH_S``, as the dataplane's routers: an entry operator's
+        new count takes effect here (its standby slots serve the new partitions)."""
+        if time.monotonic() - self._last_refresh < ROUTING_REFRESH_S:
             return
         self._last_refresh = time.monotonic()
         for e in self.entries:
             n = int(self.r.get(self.keys.active(e.dst)) or 1)
             n = max(1, min(self.topo[e.dst].max_replicas, n))
+            if self._seen_active.get(e.dst, n) != n:
+                record_effect(self.r, self.keys, e.dst, n, time.time())
+            self._seen_active[e.dst] = n
             et = self.topo[e.dst].et_s
             backlog = read_backlog(self.r, self.keys, e.dst, n)
             self.routers[e.dst] = LoadAwareRouter(
@@ -164,6 +171,7 @@ class Ingress:
                 unkeyed=counts.get("unkeyed", 0),
             )
             self.side.produce(self.s.topics.metrics, rec.model_dump_json().encode())
+            log.info("interval %d published %.3f s after its end", k, now - (k + 1) * self.s.td)
             self.log_las(k, counts, now)
         self.side.poll(0)
 
