@@ -26,7 +26,7 @@ import numpy as np
 
 from shared import pa_sps_model as model
 from shared.interval_stats import OperatorStats
-from shared.simulator import EngineModel, IntervalTally, Limits
+from shared.simulator import EngineModel, Handover, IntervalTally, Limits
 from shared.topology import SOURCE, Operator, Topology
 
 Event = tuple[float, float]  # (born: entered the system, ready: reached this operator)
@@ -115,8 +115,18 @@ class EventDataplane:
             self.ops[e.dst].inbox.extend((src, ev) for ev in copies)
 
     def step(
-        self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
+        self,
+        t0: float,
+        td: float,
+        lam_g: float,
+        active: Mapping[str, int],
+        acc: IntervalTally,
+        handover: Handover | None = None,
     ) -> None:
+        """One interval; a ``handover`` more than half-way through runs its counts
+        before (whole replicas: an event is served by one)."""
+        if handover is not None and handover.late >= 0.5:
+            active = handover.before
         self.td = td
         self._send(SOURCE, self._source(t0, td, lam_g))
         for name in self.topo.order:

@@ -95,7 +95,7 @@ class IngressSettings(ServiceSettings):
     poll_timeout_s: float = Field(default=0.05, gt=0)
     # how long after t's end a record stamped in t may still reach the broker (the
     # producer's linger and send): t's count waits this long, then for a read begun after
-    arrival_grace_s: float = Field(default=0.1, ge=0)
+    arrival_grace_s: float = Field(default=0.15, ge=0)
 
 
 class DataplaneSettings(ServiceSettings):

@@ -8,8 +8,8 @@ may only be served in a later interval). Events older than ``t_out`` expire at t
 operator that would serve them; a queue beyond ``q_size`` drops its newest events
 (PA-SPS §4.1.4: t_out = 30 s, q_size = 100,000 in the paper's scenario). At the end of the
 interval the MAPE loop runs the *same* policy (Analyze) and ``make_plan`` (Plan) as the
-services; the new active counts take effect ``1 + plan_delay`` intervals later (a replica
-pool: no restart, no loss). Counts are fluid (fractional events).
+services; the new active counts take effect ``plan_delay`` intervals after the interval's
+end (a replica pool: no restart, no loss). Counts are fluid (fractional events).
 """
 
 from __future__ import annotations
@@ -42,15 +42,31 @@ class EngineModel:
     ``hop_s``: the time an event spends per operator beyond its own et and queue in a
     micro-batch engine: waiting for the operator's next batch and for the batch to end.
     ``efficiency``: the share of a replica's 1/et the engine delivers (the rest goes to
-    per-batch planning and commits). ``plan_delay``: whole intervals between a plan and
-    its effect beyond the next interval (the MAPE services' lag). ``et_cv2``: the
+    per-batch planning and commits). ``plan_delay``: intervals from the end of the
+    interval a plan saw to its effect (the MAPE services' lag); a fraction f runs the
+    first f of an interval at the old counts (fluid mode: the interval's capacity is the
+    time-weighted mix; event mode: whichever counts hold longer). ``et_cv2``: the
     execution time's squared coefficient of variation (0: deterministic). Calibrated from
     the live system (README, "Simulator beside the live system")."""
 
     hop_s: float = 0.0
     efficiency: float = 1.0
-    plan_delay: int = 0
+    plan_delay: float = 0.0
     et_cv2: float = 0.0
+
+
+@dataclass(frozen=True)
+class Handover:
+    """An interval whose counts change ``late`` (a fraction of it) after it starts:
+    ``before`` serve until then (``EngineModel.plan_delay``'s fraction)."""
+
+    before: Mapping[str, int]
+    late: float = 0.0
+
+    def serving(self, name: str, after: int) -> float:
+        """The replicas of ``name`` over the interval, time-weighted (a fluid queue's
+        capacity over the interval is what matters)."""
+        return self.late * self.before[name] + (1 - self.late) * after
 
 
 @dataclass(frozen=True)
@@ -125,7 +141,13 @@ class Dataplane(Protocol):
     def queued_by_operator(self) -> dict[str, float]: ...
 
     def step(
-        self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
+        self,
+        t0: float,
+        td: float,
+        lam_g: float,
+        active: Mapping[str, int],
+        acc: IntervalTally,
+        handover: Handover | None = None,
     ) -> None: ...
 
 
@@ -140,19 +162,22 @@ def _step_operator(
     engine: EngineModel,
     limits: Limits,
     acc: IntervalTally,
+    serving: float | None = None,
 ) -> list[Cohort]:
-    """Queue what arrived, serve the interval, account for it; returns what completed."""
+    """Queue what arrived, serve the interval with ``serving`` replicas (time-weighted;
+    ``r``, the count at its end, by default), account for it; returns what completed."""
+    serving = r if serving is None else serving
     rfrom = {p: sum(c.amount for c in cs) for p, cs in inbound.items()}
     recv = sum(rfrom.values())
     before = q.size
     for cs in inbound.values():
         q.add(cs)
-    rate = engine.efficiency * r / op.et_s
+    rate = engine.efficiency * serving / op.et_s
     # Load this interval can serve (backlog and what is ready before it ends) against
     # capacity: the G/G/c wait. An output still in its micro-batch hop is not offered yet.
     offered = sum(c.amount for c in q.cohorts if c.ready < t0 + td)
     rho = offered / (rate * td) if rate > 0 else 0.0
-    post = op.et_s + engine.hop_s + gg_c_wait(rho, r, op.et_s, engine.et_cv2)
+    post = op.et_s + engine.hop_s + gg_c_wait(rho, max(1, round(serving)), op.et_s, engine.et_cv2)
     served = q.serve(t0, td, rate, post, limits.t_out_s)
     served.processed = coalesce(served.processed, td)
     dropped = q.drop_beyond(limits.q_size) if limits.q_size is not None else 0.0
@@ -197,7 +222,13 @@ class FluidDataplane:
         return {n: q.size for n, q in self.queues.items()}
 
     def step(
-        self, t0: float, td: float, lam_g: float, active: Mapping[str, int], acc: IntervalTally
+        self,
+        t0: float,
+        td: float,
+        lam_g: float,
+        active: Mapping[str, int],
+        acc: IntervalTally,
+        handover: Handover | None = None,
     ) -> None:
         """One interval [t0, t0 + td): λ_G arrives spread over it, every operator serves."""
         topo = self.topo
@@ -218,6 +249,7 @@ class FluidDataplane:
                 self.engine,
                 self.limits,
                 acc,
+                None if handover is None else handover.serving(name, active[name]),
             )
             proc = acc.ops[name].processed
             if name in self.entry:
@@ -265,7 +297,10 @@ def simulate(
         # A policy may say where it starts (static r = N starts at N, not at the minimum).
         initial = getattr(policy, "initial_replicas", lambda: None)()
     active = dict(initial) if initial else {n: topo[n].min_replicas or 1 for n in order}
-    pending: deque[dict[str, int]] = deque([dict(active)] * engine.plan_delay)
+    whole = int(engine.plan_delay)
+    pending: deque[dict[str, int]] = deque([dict(active)] * whole)
+    arriving = dict(active)  # the counts that take effect ``late`` into this interval
+    late = engine.plan_delay - whole
     dataplane: Dataplane
     if mode == "fluid":
         dataplane = FluidDataplane(topo, engine, limits)
@@ -296,9 +331,11 @@ def simulate(
                 engine.efficiency,
             )
         s.shed.append(lam_g - entering)
-        dataplane.step(t * td, td, entering, active, acc)
+        dataplane.step(t * td, td, entering, arriving, acc, Handover(active, late))
+        active = arriving if late < 0.5 else active
         for name in order:
             s.replicas[name].append(active[name])
+        active = arriving
         stats = IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
         analysis = policy.analyze(stats)
         b = budget_at(t) if budget_at is not None else budget
@@ -306,7 +343,7 @@ def simulate(
         plan = make_plan(topo, analysis, active, td, b, stabiliser, backlog, latency_goal_s)
         short = plan.short
         pending.append(dict(plan.targets))
-        active = pending.popleft()
+        arriving = pending.popleft()
         _record(s, acc, lam_g, per_input, prev_prediction, sum(plan.targets.values()))
         prev_prediction = analysis.predicted_input
         t += 1

@@ -30,7 +30,7 @@ def arrival_s(msg: object, fallback: float) -> float:
 @dataclass
 class ArrivalCounts:
     td: float
-    grace_s: float = 0.1
+    grace_s: float = 0.15
     max_wait_s: float = 1.5
     open: dict[int, dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
     read_up_to: float = 0.0  # every record sent before this time (epoch s) has been read

@@ -86,7 +86,9 @@ class IntervalAggregator:
         iv.late += int(late)
         self.max_seen = max(self.max_seen, k)
         if rec.operator == SOURCE:
-            self.max_source_seen = max(self.max_source_seen, k)
+            # the record's own interval: a late count (folded into the open interval)
+            # must not close that interval before it ends
+            self.max_source_seen = max(self.max_source_seen, rec.interval)
             iv.input_events += rec.processed
             iv.shed += rec.shed
             return True

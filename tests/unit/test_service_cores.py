@@ -54,6 +54,21 @@ def test_monitor_folds_late_records_into_the_next_interval():
     assert agg.late_total == 1
 
 
+def test_a_late_source_count_does_not_close_the_interval_it_is_folded_into():
+    """Interval 1's count arrived in two parts (the ingress read a record stamped in 1
+    after publishing 1). The second part is folded into 2, but 2 is not over: it closes
+    on 2's own count, not on the late part of 1's (that closed every later interval one
+    second early, and each count after it was late in turn: λ_G error 0.53 live)."""
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(1, "source", 140))
+    agg.close(1, now=2.1)
+    agg.add(rec(1, "source", 3))  # late: the ingress read it after publishing 1
+    assert agg.due(now=2.15) == []
+    agg.add(rec(2, "source", 138))
+    assert agg.due(now=3.1) == [2]
+    assert agg.close(2, now=3.1).input_events == 141
+
+
 def test_monitor_closes_by_wall_clock_and_emits_gaps():
     agg = IntervalAggregator(TOPO, td=1.0)
     agg.add(rec(100, "source", 1))

@@ -114,3 +114,18 @@ def test_a_plan_delay_postpones_every_change():
     late = run(topo, arrivals, "pa-sps:basic", engine=EngineModel(plan_delay=2)).series
     assert prompt[:3] == [1, 1, 8]
     assert late.replicas["a"][:5] == [1, 1, 1, 1, 8]
+
+
+def test_a_fractional_plan_delay_serves_part_of_the_interval_at_the_old_count():
+    """One operator of 100 events/s a replica. At t = 1, 500 arrive and 1 replica serves
+    100: 400 queue, and Basic plans ceil((500 + 400) × 0.01) = 9, capped at the pool's 8.
+    With the plan taking effect half an interval late, t = 2 has 1 replica for 0.5 s and
+    8 for 0.5 s: 0.5 × 100 + 0.5 × 800 = 450 of the 900 waiting are served (without
+    delay 800), and t = 3, all at 8, serves 800 of the 450 + 500 waiting."""
+    topo = topology.linear("one", [Operator("a", 10.0, 1, 8)])
+    arrivals = [100.0, 500.0, 500.0, 500.0, 0.0, 0.0]
+    prompt = run(topo, arrivals, "pa-sps:basic").series
+    half = run(topo, arrivals, "pa-sps:basic", engine=EngineModel(plan_delay=0.5)).series
+    assert prompt.completed[2] == pytest.approx(800.0)
+    assert half.completed[:4] == pytest.approx([100.0, 100.0, 450.0, 800.0])
+    assert half.replicas["a"][:4] == [1, 1, 1, 8]  # the count that held longer (or as long)
