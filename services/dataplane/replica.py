@@ -265,7 +265,12 @@ class SlotRun:
                 g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False)
             )
         if time.monotonic() - self.routed_at >= ROUTING_REFRESH_S:  # a window outlasts it
-            self.routers = {s: g.router(s, self.slot.replica) for s in g.successors}
+            # Rebuilt only when the count changed: a router restarted from the batch's
+            # backlog snapshot every 0.2 s sent each restart's first events to the same
+            # replicas (static:8's mean latency 0.78 -> 1.45 s).
+            for s in g.successors:
+                if s not in self.routers or len(self.routers[s].u) != g.routing(s)[0]:
+                    self.routers[s] = g.router(s, self.slot.replica)
             self.routed_at = time.monotonic()
         return self.ctx
 

@@ -137,22 +137,30 @@ class Ingress:
             )
         )
         self.consumer.subscribe([settings.topics.ingress])
-        self._last_refresh = 0.0
+        self._last_refresh = self._last_check = 0.0
         self._seen_active: dict[str, int] = {}
         self._warned_infeasible = False
 
     def refresh_routers(self) -> None:
-        """Every ``ROUTING_REFRESH_S``, as the dataplane's routers: an entry operator's
-        new count takes effect here (its standby slots serve the new partitions)."""
-        if time.monotonic() - self._last_refresh < ROUTING_REFRESH_S:
+        """An entry operator's count is read every ``ROUTING_REFRESH_S``, as the
+        dataplane's routers do: a new count takes effect here (its standby slots serve
+        the new partitions). The backlogs are re-read every 0.5 s or on a change."""
+        now = time.monotonic()
+        if now - self._last_check < ROUTING_REFRESH_S:
             return
-        self._last_refresh = time.monotonic()
+        self._last_check = now
+        stale = now - self._last_refresh >= 0.5
+        if stale:
+            self._last_refresh = now
         for e in self.entries:
             n = int(self.r.get(self.keys.active(e.dst)) or 1)
             n = max(1, min(self.topo[e.dst].max_replicas, n))
-            if self._seen_active.get(e.dst, n) != n:
+            changed = self._seen_active.get(e.dst, n) != n
+            if changed:
                 record_effect(self.r, self.keys, e.dst, n, time.time())
             self._seen_active[e.dst] = n
+            if not (changed or stale or e.dst not in self.routers):
+                continue
             et = self.topo[e.dst].et_s
             backlog = read_backlog(self.r, self.keys, e.dst, n)
             self.routers[e.dst] = LoadAwareRouter(
