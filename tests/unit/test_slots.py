@@ -20,6 +20,22 @@ def test_active_slots_and_draining_inactive_ones():
     assert slots == [Slot(0, 10, 20), Slot(1, 0, 0), Slot(2, 5, 9, drain=True)]
 
 
+def test_standby_slots_wait_in_the_window_for_a_scale_out():
+    """With a window, the empty inactive slot 3 is served too (standby), so events routed
+    to it after a scale-out are processed in this batch; the draining slot 2 stays a
+    drain, and a windowed pack keeps the standby slot."""
+    start = {"0": 10, "1": 0, "2": 5, "3": 7}
+    end = {"0": 20, "1": 0, "2": 9, "3": 7}
+    slots = plan_slots(start, end, pool=4, active=2, standby=True)
+    assert slots == [
+        Slot(0, 10, 20),
+        Slot(1, 0, 0),
+        Slot(2, 5, 9, drain=True),
+        Slot(3, 7, 7, standby=True),
+    ]
+    assert [s.replica for g in pack(slots, tasks=1, keep_idle=True) for s in g] == [0, 2, 1, 3]
+
+
 def test_pack_spreads_work_largest_first_and_skips_idle_slots():
     slots = [Slot(0, 0, 10), Slot(1, 0, 0), Slot(2, 0, 6), Slot(3, 0, 5), Slot(4, 0, 4)]
     groups = pack(slots, tasks=2)
