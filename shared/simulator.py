@@ -323,7 +323,7 @@ def simulate(
                 shedder,
                 topo,
                 lam_g,
-                active,
+                arriving if late < 0.5 else active,  # the counts that serve most of t
                 dataplane.queued_by_operator(),
                 short,
                 latency_goal_s,
