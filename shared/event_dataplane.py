@@ -123,10 +123,10 @@ class EventDataplane:
         acc: IntervalTally,
         handover: Handover | None = None,
     ) -> None:
-        """One interval; a ``handover`` more than half-way through runs its counts
-        before (whole replicas: an event is served by one)."""
-        if handover is not None and handover.late >= 0.5:
-            active = handover.before
+        """One interval, at the counts that hold most of it (an event is served by one
+        whole replica)."""
+        if handover is not None:
+            active = handover.holding(active)
         self.td = td
         self._send(SOURCE, self._source(t0, td, lam_g))
         for name in self.topo.order:

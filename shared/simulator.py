@@ -63,6 +63,11 @@ class Handover:
     before: Mapping[str, int]
     late: float = 0.0
 
+    def holding(self, after: Mapping[str, int]) -> Mapping[str, int]:
+        """The counts that serve most of the interval (whole replicas: the event data
+        plane's, the shedder's, the replica series')."""
+        return self.before if self.late >= 0.5 else after
+
     def serving(self, name: str, after: int) -> float:
         """The replicas of ``name`` over the interval, time-weighted (a fluid queue's
         capacity over the interval is what matters)."""
@@ -317,13 +322,14 @@ def simulate(
     while t < len(arrivals) or (t < len(arrivals) + drain_intervals and dataplane.queued() > 1e-6):
         lam_g = float(arrivals[t]) if t < len(arrivals) else 0.0
         acc = IntervalTally()
+        handover = Handover(active, late)
         entering = lam_g
         if shedder is not None and latency_goal_s is not None:
             entering = sim_shedding.admitted(
                 shedder,
                 topo,
                 lam_g,
-                arriving if late < 0.5 else active,  # the counts that serve most of t
+                handover.holding(arriving),
                 dataplane.queued_by_operator(),
                 short,
                 latency_goal_s,
@@ -331,10 +337,9 @@ def simulate(
                 engine.efficiency,
             )
         s.shed.append(lam_g - entering)
-        dataplane.step(t * td, td, entering, arriving, acc, Handover(active, late))
-        active = arriving if late < 0.5 else active
-        for name in order:
-            s.replicas[name].append(active[name])
+        dataplane.step(t * td, td, entering, arriving, acc, handover)
+        for name, n in handover.holding(arriving).items():
+            s.replicas[name].append(n)
         active = arriving
         stats = IntervalStats(t, td, lam_g, acc.ops, _mean_ms(acc.latency_s, acc.sink))
         analysis = policy.analyze(stats)
