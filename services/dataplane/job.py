@@ -147,14 +147,64 @@ def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
 # fails the dataplane, which its supervisor restarts.
 TRANSIENT_QUERY_ERRORS = ("Python worker failed to connect back",)
 MAX_QUERY_RESTARTS = 3
+PROGRESS_LOG_S = 20.0  # how often the log says where a micro-batch's time went
+
+
+def batch_phases(progress: list[dict]) -> dict[str, float]:
+    """Mean milliseconds per phase (Spark's ``durationMs``) over the batches given, plus
+    ``between``: the mean gap from one batch's end to the next one's start, the time in
+    which no task serves a replica."""
+    phases: dict[str, list[float]] = {}
+    for p in progress:
+        for phase, ms in (p.get("durationMs") or {}).items():
+            phases.setdefault(phase, []).append(float(ms))
+    out = {k: sum(v) / len(v) for k, v in phases.items()}
+    total = sum(phases.get("triggerExecution", []))
+    if len(progress) > 1 and total:
+        first, last = _epoch_s(progress[0]["timestamp"]), _epoch_s(progress[-1]["timestamp"])
+        last_ms = float(progress[-1]["durationMs"].get("triggerExecution", 0))
+        span_ms = 1000 * (last - first) + last_ms
+        out["between"] = max(0.0, span_ms - total) / (len(progress) - 1)
+    return out
+
+
+def _epoch_s(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def log_phases(queries: list[Any], seen: dict[str, int]) -> None:
+    """One INFO line per query: the phases of its batches since the last line
+    (``batch_phases``); ``seen`` holds the last batch id logged per query."""
+    for q in queries:
+        recent = [
+            p
+            for p in q.recentProgress
+            if p.get("durationMs") and p.get("batchId", -1) > seen.get(q.name, -1)
+        ]
+        if len(recent) < 2:
+            continue
+        seen[q.name] = recent[-1]["batchId"]
+        phases = batch_phases(recent)
+        log.info(
+            "query %s, last %d batches, mean ms: %s",
+            q.name,
+            len(recent),
+            ", ".join(f"{k} {v:.0f}" for k, v in sorted(phases.items())),
+        )
 
 
 def watch(spark: Any, settings: DataplaneSettings, queries: list[Any]) -> None:
     """Until a query stops: restart one that failed transiently, raise on anything else."""
     groups = query_groups(settings)
     restarts = 0
+    logged_at, logged_batch = time.monotonic(), dict[str, int]()
     while True:
         time.sleep(0.5)
+        if time.monotonic() - logged_at > PROGRESS_LOG_S:
+            log_phases(queries, logged_batch)
+            logged_at = time.monotonic()
         for k, q in enumerate(queries):
             if q.isActive:
                 continue

@@ -415,15 +415,17 @@ def run_windowed(
 
 
 def run_group(
-    o: dict[str, str], operator: str, slots: tuple[Slot, ...], active: int
+    o: dict[str, str], operator: str, slots: tuple[Slot, ...], active: int, serve_s: float = 0
 ) -> list[tuple[int, int, int, int, int, int, float]]:
+    """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
+    task window when the driver did not say)."""
     freeze_heap_once()
     began = time.monotonic()
     g = GroupRun(o, operator, active)
     records = read_slots(o, g.topic, slots)
     window = float(o.get("task_window_s") or 0)
     if window > 0:
-        results = run_windowed(g, slots, records, began + window)
+        results = run_windowed(g, slots, records, began + max(window, serve_s))
     elif len(slots) > 1:
         results = list(_threads().map(lambda s: serve_slot(g, s, records[s.replica]), slots))
     else:

@@ -86,6 +86,25 @@ def capped_end(start: int, end: int, max_events: int) -> int:
     return min(end, start + max_events)
 
 
+def serve_seconds(window_s: float, planned_s: list[float]) -> float:
+    """How long every task of a micro-batch serves its slots: the task window, or the
+    longest planned slot's occupancy (events × et) when that is longer.
+
+    Spark ends a micro-batch when its slowest task does. With the bare window, in a spike
+    the slots whose planned range was short stopped at the window and sat idle while the
+    longest (up to ``max_batch_s`` of work) finished: 8 replicas delivered ~630 events/s
+    of a nominal 800. Serving until the longest one ends costs no latency (the batch
+    lasts that long anyway) and lets every slot take what arrives meanwhile."""
+    return max([window_s, *planned_s])
+
+
+def planned_occupancy(slots: list[Slot], cost_mode: str, et_s: float) -> list[float]:
+    """Each slot's planned work in seconds; unknown (none) without a per-event cost."""
+    if cost_mode not in ("wait", "cpu") or et_s <= 0:
+        return []
+    return [s.events * et_s for s in slots]
+
+
 def max_events_per_slot(cost_mode: str, et_s: float, batch_s: float, hard_cap: int) -> int:
     """With a per-event cost, as many events as one replica gets through in ``batch_s``."""
     if cost_mode in ("wait", "cpu") and et_s > 0:

@@ -17,7 +17,15 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from services.dataplane.slots import Slot, capped_end, max_events_per_slot, pack, plan_slots
+from services.dataplane.slots import (
+    Slot,
+    capped_end,
+    max_events_per_slot,
+    pack,
+    plan_slots,
+    planned_occupancy,
+    serve_seconds,
+)
 
 # A pseudo-source in the offsets whose only change is the first batch: Spark starts the
 # Python workers that serve the tasks (and they import the project) at their first task;
@@ -37,8 +45,11 @@ SCHEMA = (
 class SlotGroup(InputPartition):
     """One Spark task: the replica slots of one operator it serves this micro-batch."""
 
-    def __init__(self, operator: str, slots: tuple[Slot, ...], active: int) -> None:
+    def __init__(
+        self, operator: str, slots: tuple[Slot, ...], active: int, serve_s: float = 0.0
+    ) -> None:
         self.operator, self.slots, self.active = operator, slots, active
+        self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
 
 
 class SpsKafkaSource(DataSource):
@@ -148,9 +159,8 @@ class OperatorReader(DataSourceStreamReader):
 
     def _progress(self) -> dict[str, dict[str, int]]:
         """How far each partition was processed (``replica.publish``): with a window,
-        tasks read past their planned range, so Spark's offsets are only a lower bound."""
-        if not self.windowed:
-            return {op: {} for op in self.operators}
+        tasks read past their planned range, and with async progress tracking a restart
+        resumes from an older checkpoint, so Spark's offsets are only a lower bound."""
         pipe = self._redis().pipeline(transaction=False)
         for op in self.operators:
             pipe.hgetall(self._keys().committed(op))
@@ -192,11 +202,9 @@ class OperatorReader(DataSourceStreamReader):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         active = self._active()
         self._record_effects(active)
-        tasks: list[InputPartition] = []
-        progress = self._progress() if self.windowed else {}
-        pipe = self._redis().pipeline(transaction=False)
-        for op in self.operators:
-            slots = plan_slots(
+        progress = self._progress()
+        planned = {
+            op: plan_slots(
                 start.get(op, {}),
                 end.get(op, {}),
                 self._pool(op),
@@ -204,10 +212,16 @@ class OperatorReader(DataSourceStreamReader):
                 progress.get(op),
                 standby=self.windowed,
             )
+            for op in self.operators
+        }
+        serve_s = self._serve_seconds(planned)
+        tasks: list[InputPartition] = []
+        pipe = self._redis().pipeline(transaction=False)
+        for op, slots in planned.items():
             groups = pack(slots, self.tasks_per_query, keep_idle=self.windowed)
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
                 groups = [g for g in groups if g]
-            tasks.extend(SlotGroup(op, g, active[op]) for g in groups)
+            tasks.extend(SlotGroup(op, g, active[op], serve_s) for g in groups)
             log = f"{self._keys().prefix}:dp:{op}:batches"
             entry = {
                 "active": active[op],
@@ -215,12 +229,25 @@ class OperatorReader(DataSourceStreamReader):
                 "drain": [s.replica for s in slots if s.drain],
                 "standby": [s.replica for s in slots if s.standby],
                 "tasks": len(groups),
+                "serve_s": round(serve_s, 3),
                 "at": time.time(),
             }
             pipe.rpush(log, json.dumps(entry))
             pipe.ltrim(log, -1000, -1)
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
+
+    def _serve_seconds(self, planned: dict[str, list[Slot]]) -> float:
+        """Windowed: every task of the batch serves as long as its longest planned slot."""
+        if not self.windowed:
+            return 0.0
+        mode = self.o.get("cost_mode", "none")
+        occupancy = [
+            t
+            for op, slots in planned.items()
+            for t in planned_occupancy(slots, mode, self._topology()[op].et_s)
+        ]
+        return serve_seconds(float(self.o["task_window_s"]), occupancy)
 
     def _record_effects(self, active: dict[str, int]) -> None:
         """This batch is the first with a changed count: the change took effect now
@@ -273,4 +300,6 @@ class OperatorReader(DataSourceStreamReader):
         from services.dataplane.replica import run_group
 
         assert isinstance(partition, SlotGroup)
-        yield from run_group(self.o, partition.operator, partition.slots, partition.active)
+        yield from run_group(
+            self.o, partition.operator, partition.slots, partition.active, partition.serve_s
+        )

@@ -47,3 +47,18 @@ def test_a_worker_timeout_restarts_the_query_then_a_bug_fails_the_dataplane(monk
 def test_a_query_stopped_on_purpose_ends_the_watch(monkeypatch):
     monkeypatch.setattr(job.time, "sleep", lambda s: None)
     job.watch(None, DataplaneSettings(), [StoppedQuery(None)])
+
+
+def test_batch_phases_say_where_a_cycle_went():
+    """Two batches 1 s apart (by start), of 800 and 700 ms: 1,700 ms from the first's
+    start to the second's end, 1,500 of them in batches, so 200 ms between them."""
+    progress = [
+        {"batchId": 7, "timestamp": "2026-11-23T10:00:00.000Z",
+         "durationMs": {"triggerExecution": 800, "addBatch": 600}},
+        {"batchId": 8, "timestamp": "2026-11-23T10:00:01.000Z",
+         "durationMs": {"triggerExecution": 700, "addBatch": 600}},
+    ]  # fmt: skip
+    phases = job.batch_phases(progress)
+    assert phases["triggerExecution"] == pytest.approx(750)
+    assert phases["addBatch"] == pytest.approx(600)
+    assert phases["between"] == pytest.approx(200)

@@ -7,7 +7,14 @@ import time
 import pytest
 
 from services.dataplane.replica import Occupancy
-from services.dataplane.slots import Slot, max_events_per_slot, pack, plan_slots
+from services.dataplane.slots import (
+    Slot,
+    max_events_per_slot,
+    pack,
+    plan_slots,
+    planned_occupancy,
+    serve_seconds,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -52,6 +59,21 @@ def test_a_batch_holds_about_max_batch_s_of_one_replica_work():
     assert max_events_per_slot("wait", 0.005, 1.0, 20_000) == 200
     assert max_events_per_slot("none", 0.005, 1.0, 20_000) == 20_000
     assert max_events_per_slot("cpu", 0.5, 0.2, 20_000) == 1
+
+
+def test_every_task_serves_as_long_as_the_longest_planned_slot():
+    """A spike: classify_content's slot 0 holds 90 events at 10 ms (0.9 s of work), parse's
+    slots 20 and 0 events at 5 ms (0.1 s, 0 s). With a 0.6 s window every task of the
+    batch serves 0.9 s, since the batch lasts that long anyway; at rest (0.1 s of work)
+    the window holds. Without a per-event cost the work is unknown: the window."""
+    content = planned_occupancy([Slot(0, 10, 100), Slot(1, 5, 35)], "wait", 0.010)
+    parse = planned_occupancy([Slot(0, 0, 20), Slot(1, 4, 4)], "wait", 0.005)
+    assert content == pytest.approx([0.9, 0.3])
+    assert parse == pytest.approx([0.1, 0.0])
+    assert serve_seconds(0.6, content + parse) == pytest.approx(0.9)
+    assert serve_seconds(0.6, parse) == pytest.approx(0.6)
+    assert planned_occupancy([Slot(0, 0, 500)], "none", 0.010) == []
+    assert serve_seconds(0.6, []) == pytest.approx(0.6)
 
 
 def test_wait_mode_occupies_the_replica_et_per_event():
