@@ -29,6 +29,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             run_dir=Path(args.out) if args.out else None,
             live=not args.json,
             extra_env=goal_env(args),
+            warmup_s=args.warmup,
         )
         if args.json:
             print(json.dumps(out["report"]))
@@ -213,6 +214,12 @@ def register(sub: Any) -> None:
     p.add_argument("--tau-ms", type=float, help="LAS queuing-latency goal (default: no shedding)")
     p.add_argument("--out", help="run folder (default runs/demo-<time>)")
     p.add_argument("--simulate", action="store_true", help="simulator comparison only")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        help="seconds of traffic at a quarter of the peak before the replay (default 10; "
+        "not measured)",
+    )
     p.add_argument("--json", action="store_true")
     _goal_arguments(p)
     p.set_defaults(func=cmd_demo)

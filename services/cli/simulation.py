@@ -277,6 +277,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
         out,
         extra_env=env,
         drain_s=args.drain,
+        warmup_s=args.warmup,
         t_out_s=args.t_out,
         stabilisation=rules if rules.enabled else None,
         latency_goal_s=goal_s(args),
@@ -414,6 +415,12 @@ def register(sub: Any) -> None:
     p.add_argument("--duration", type=float, default=90.0, help="--live: seconds of replay")
     p.add_argument("--out", help="--live: run folder (default runs/compare-live-<time>)")
     p.add_argument("--drain", type=float, default=150.0, help="--live: max drain seconds")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        help="--live: seconds of traffic at a quarter of the peak before each replay "
+        "(default 10; not measured)",
+    )
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("reproduce", help="the PA-SPS tables beside the published ones")

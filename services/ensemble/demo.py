@@ -10,13 +10,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from rich.console import Console
 from rich.live import Live
 
 from services.ensemble import report as report_mod
 from services.ensemble.live_view import Feed, render
-from services.ensemble.replay import played, replay
+from services.ensemble.replay import WARMUP_S, played, replay, warmup_ticks
 from services.ensemble.supervisor import up
 from shared import id_ledger, rescale_timeline, traces
 from shared import topology as topology_mod
@@ -48,9 +47,11 @@ def run(
     extra_env: dict[str, str] | None = None,
     compare_static: bool = True,
     during: Callable[[Any], None] | None = None,
+    warmup_s: float | None = None,
 ) -> dict[str, Any]:
     """``during(ensemble)``, if given, runs in a thread beside the replay (the fault
-    benchmark injects its fault there)."""
+    benchmark injects its fault there). ``warmup_s``: seconds of traffic at a quarter of
+    the peak before the measured replay (``replay.warmup_ticks``; default ``WARMUP_S``)."""
     topo = topology_mod.load(topology)
     trace = traces.load(trace_name)
     speedup = trace.duration_s / duration
@@ -67,12 +68,17 @@ def run(
                 console.print(f"{name:9s} {url}")
         r = redis_client(ens.redis_url)
         prefix = ens.env["SPS_KEY_PREFIX"]
-        # Warm the Python workers up (their first micro-batches take seconds) before the
-        # measured replay: a second of 50 events, run to the end of the pipeline.
-        warm = replay(ens.bootstrap, topics.ingress, topo, np.full(10, 5.0), prefix + "w")
+        warm = replay(
+            ens.bootstrap,
+            topics.ingress,
+            topo,
+            warmup_ticks(WARMUP_S if warmup_s is None else warmup_s, min(peak, default_peak(topo))),
+            prefix + "w",
+        )
         _drain(r, prefix, topo, ens, 90, lambda: None)
         result: dict[str, int] = {}
         sent_by_interval: dict[int, int] = {}
+        replay_from = int(time.time() // float(ens.env["SPS_TD"]))
         stop = threading.Event()
         t = threading.Thread(
             target=lambda: result.__setitem__(
@@ -139,6 +145,7 @@ def run(
         actions,
         stages,
         completed,
+        since_interval=replay_from,
     )
     rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
     rep["rescale_timeline"] = rescale_timeline.summary(changes)
@@ -157,9 +164,10 @@ def run(
             s: simulated(sc, s, DEFAULT_ENGINE)[0] for s in (spec, "static:1", "static:8")
         }
     rep["tau_ms"] = tau_ms
+    measured = report_mod.replay_window([s for s in stats if s["interval"] >= replay_from])
     timeline = [
         {k: s.get(k) for k in ("interval", "input_events", "shed_events", "queuing_ms_mean")}
-        for s in report_mod.replay_window(stats)
+        for s in measured
     ]
     files = report_mod.plots(topo, stats, run_dir, tau_ms)
     report_mod.save(rep, run_dir)
@@ -181,7 +189,7 @@ def run(
         "plots": [str(f) for f in files],
         "timeline": timeline,
         "stats": stats,
-        "window": report_mod.replay_window(stats),
+        "window": measured,
         "sent_by_interval": sent_by_interval,
     }
 

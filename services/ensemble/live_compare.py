@@ -174,6 +174,7 @@ def run(
     engine: EngineModel = DEFAULT_ENGINE,
     extra_env: dict[str, str] | None = None,
     drain_s: float = 120.0,
+    warmup_s: float | None = None,
     t_out_s: float | None = None,
     stabilisation: Stabilisation | None = None,
     latency_goal_s: float | None = None,
@@ -195,6 +196,7 @@ def run(
             run_dir=run_dir,
             live=False,
             drain_s=drain_s,
+            warmup_s=warmup_s,
             extra_env={"SPS_COST_MODE": "wait", **(extra_env or {}), **calm_env},
             compare_static=False,
         )

@@ -81,10 +81,13 @@ def build(
     actions: list[dict],
     stages: list[StageAccount] | None = None,
     completed_ids: int | None = None,
+    since_interval: int | None = None,
 ) -> dict[str, Any]:
     """``stages``: the id ledger per operator; with it ``lost`` counts ids, per stage, and
     ``completed_ids`` (distinct ids at the sinks) is what completed, however often an
-    event was replayed."""
+    event was replayed. ``since_interval``: where the measured replay began (after the
+    warm-up): latency, resources, rescales and degradation are taken from there on, the
+    accounting of events over the whole run."""
     entry = set(topo.entry_operators)
     processed = sum(m.get("processed", 0) for m in metrics if m.get("operator") in entry)
     dead_entry = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") in entry)
@@ -99,10 +102,12 @@ def build(
     admitted = int(ingress_counts.get("admitted", 0))
     shed = int(ingress_counts.get("shed", 0))
     ingress_dead = int(ingress_counts.get("dead_lettered", 0))
-    lat = np.array([x for m in metrics for x in m.get("latency_ms", [])])
-    queuing = np.array([x for m in metrics for x in m.get("queuing_ms", [])])
-    lat_mean = _exact_mean(metrics, "latency")
-    queuing_mean = _exact_mean(metrics, "queuing")
+    since = since_interval if since_interval is not None else -1
+    timed = [m for m in metrics if m.get("interval", since) >= since]
+    lat = np.array([x for m in timed for x in m.get("latency_ms", [])])
+    queuing = np.array([x for m in timed for x in m.get("queuing_ms", [])])
+    lat_mean = _exact_mean(timed, "latency")
+    queuing_mean = _exact_mean(timed, "queuing")
     applied = [a for a in actions if a.get("status") == "applied"]
     out_n = sum(
         1 for a in applied if any(v > a["previous"].get(k, v) for k, v in a["targets"].items())
@@ -110,7 +115,7 @@ def build(
     in_n = sum(
         1 for a in applied if any(v < a["previous"].get(k, v) for k, v in a["targets"].items())
     )
-    stats = replay_window(stats)
+    stats = replay_window([s for s in stats if s["interval"] >= since])
     pool = topo.pool_total
     active_total = [sum(o["active_replicas"] for o in s["operators"].values()) for s in stats]
     by_interval = {a["interval"]: a for a in analysis}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from services.monitor.core import IntervalAggregator
+from services.monitor.core import Closer, IntervalAggregator
 from services.runtime import ServiceApp, ServiceMetrics
 from shared import topology
 from shared.contracts.base import ContractError, encode
 from shared.contracts.metrics import OperatorCounters
+from shared.contracts.stats import StatsRecord
 from shared.knowledge_base import Keys
 from shared.redis_client import redis_client
 from shared.settings import MonitorSettings, settings_or_exit
@@ -24,10 +25,13 @@ def build(settings: MonitorSettings) -> ServiceApp:
     )
     out = svc.topic(settings.topics.stats)
 
+    async def send(rec: StatsRecord) -> None:
+        await svc.send(out, str(rec.interval), encode(rec))
+
+    closer = Closer(agg, send)
+
     async def flush() -> None:
-        for k in agg.due(grace_s=settings.close_grace_s):
-            rec = agg.close(k)
-            await svc.send(out, str(k), encode(rec))
+        await closer.flush(settings.close_grace_s)
 
     async def collect(rec: OperatorCounters) -> None:
         if not agg.add(rec):

@@ -10,8 +10,10 @@ already closed interval is counted as late and folded into the next open one.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,3 +171,24 @@ class IntervalAggregator:
             late_records=iv.late,
             closed_at=time.time() if now is None else now,
         )
+
+
+class Closer:
+    """Closes the due intervals in order, each once, however many coroutines ask.
+
+    The monitor asks on every record and on a timer; sending a closed interval awaits
+    the producer, and a second ``flush`` that ran meanwhile computed the same due list
+    and closed those intervals first: the first one then closed an interval that was no
+    longer next, a bug that crashed the monitor in a live run. One lock around the whole
+    close-and-send keeps each interval's record sent once and in order."""
+
+    def __init__(
+        self, agg: IntervalAggregator, send: Callable[[StatsRecord], Awaitable[None]]
+    ) -> None:
+        self.agg, self.send = agg, send
+        self._lock = asyncio.Lock()
+
+    async def flush(self, grace_s: float, now: float | None = None) -> None:
+        async with self._lock:
+            for k in self.agg.due(now, grace_s=grace_s):
+                await self.send(self.agg.close(k, now))

@@ -36,6 +36,23 @@ def test_report_counts_and_window():
     assert rep["replicas_mean"] == pytest.approx((2 * 4 + 4 * 4) / 2)
 
 
+def test_a_warm_up_is_accounted_for_but_not_measured():
+    """A warm-up (intervals 1-2, 50 events, 5 ms at the sink, 8 replicas each) then the
+    replay from interval 5 (100 events at 40 ms, 2 replicas each): every event counts in
+    the accounting, only the replay in latency and resources."""
+    stats = [stat(1, 25, 25, 8), stat(2, 25, 25, 8), stat(5, 100, 100, 2)]
+    metrics = [
+        {"operator": "parse", "interval": 2, "processed": 50},
+        {"operator": "store", "interval": 2, "processed": 50, "latency_ms": [5.0]},
+        {"operator": "parse", "interval": 5, "processed": 100},
+        {"operator": "store", "interval": 6, "processed": 100, "latency_ms": [40.0]},
+    ]
+    rep = report.build(TOPO, 150, {"admitted": 150}, metrics, stats, [], [], since_interval=5)
+    assert rep["lost"] == 0 and rep["processed"] == 150
+    assert rep["latency_ms_mean"] == pytest.approx(40.0)
+    assert rep["replicas_mean"] == pytest.approx(2 * 4)
+
+
 def test_report_flags_a_loss():
     metrics = [{"operator": "parse", "processed": 90}]
     rep = report.build(TOPO, 100, {"admitted": 100}, metrics, [stat(1, 100, 90)], [], [])

@@ -1,7 +1,7 @@
 import pytest
 
 from services.analyze.core import Analyzer
-from services.monitor.core import IntervalAggregator
+from services.monitor.core import Closer, IntervalAggregator
 from services.plan.core import Planner
 from shared import topology
 from shared.contracts.base import ContractError, decode, encode
@@ -76,6 +76,28 @@ def test_monitor_closes_by_wall_clock_and_emits_gaps():
     agg.close(100, now=0)
     gap = agg.close(101, now=0)
     assert gap.input_events == 0 and all(o.silent for o in gap.operators.values())
+
+
+def test_two_flushes_at_once_close_each_interval_once_and_in_order():
+    """A record and the timer both flush while a send is awaited: before the lock the
+    second flush closed 100 and 101 and the first then closed 100 again (a crash live)."""
+    import asyncio
+
+    agg = IntervalAggregator(TOPO, td=1.0)
+    agg.add(rec(100, "source", 1))
+    sent: list[int] = []
+
+    async def slow_send(st: StatsRecord) -> None:
+        await asyncio.sleep(0.01)  # the producer's await, where the other flush runs
+        sent.append(st.interval)
+
+    async def both() -> None:
+        closer = Closer(agg, slow_send)
+        await asyncio.gather(closer.flush(0.5, now=103.0), closer.flush(0.5, now=103.0))
+
+    asyncio.run(both())
+    assert sent == [100, 101]
+    assert agg.next_to_close == 102
 
 
 def test_monitor_refuses_unknown_operator():
