@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -84,6 +85,33 @@ def record_effect(r: Any, keys: Keys, operator: str, active: int, now: float) ->
     pipe.hincrbyfloat(keys.rescale_histogram, "sum", total)
     pipe.execute()
     return change
+
+
+def active_count(value: bytes | str | int | None, lo: int, hi: int) -> int:
+    """An operator's active replicas from its ``{p}:op:<op>:active`` value: unset (execute
+    has not written it yet) means its minimum ``lo``; always within [1, ``hi``]."""
+    n = int(value or 0) or lo
+    return max(1, min(hi, n))
+
+
+@dataclass
+class CountWatch:
+    """The active counts a router last routed with (the ingress's, a dataplane worker's).
+    A count that differs from the last one seen is a change taking effect now: the router
+    sends to the new replicas from here on, so it is recorded (``record_effect``). The
+    first count seen is not a change; the stream reader records that one."""
+
+    r: Any
+    keys: Keys
+    seen: dict[str, int] = field(default_factory=dict)
+
+    def see(self, operator: str, active: int) -> bool:
+        """True when ``active`` is a change from the last count seen for ``operator``."""
+        changed = self.seen.get(operator, active) != active
+        if changed:
+            record_effect(self.r, self.keys, operator, active, time.time())
+        self.seen[operator] = active
+        return changed
 
 
 def read(r: Any, keys: Keys) -> list[Rescale]:

@@ -43,7 +43,7 @@ from shared.envelope import BadEvent, Envelope, decode
 from shared.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
 from shared.id_ledger import IdBatch
 from shared.knowledge_base import Keys
-from shared.rescale_timeline import record_effect
+from shared.rescale_timeline import CountWatch, active_count
 from shared.tracked_producer import TrackedProducer, read_backlog
 
 _CACHE: dict[Any, Any] = {}
@@ -176,15 +176,14 @@ class GroupRun:
             if time.monotonic() - at < ROUTING_REFRESH_S:
                 return n, util
             op = self.topo[successor]
-            n = int(self.r.get(self.keys.active(successor)) or 0) or op.min_replicas
-            n = max(1, min(op.max_replicas, n))
+            n = active_count(
+                self.r.get(self.keys.active(successor)), op.min_replicas, op.max_replicas
+            )
             backlog = read_backlog(self.r, self.keys, successor, op.max_replicas)
             util = backlog_utilisation(backlog[:n], op.et_s, self.td)
             self._routing[successor] = (time.monotonic(), n, util)
-        seen = _CACHE.setdefault(("seen_active", self.keys.prefix), {})
-        if seen.get(successor, n) != n:
-            record_effect(self.r, self.keys, successor, n, time.time())
-        seen[successor] = n
+        watch = _cached(("counts_seen", self.keys.prefix), lambda: CountWatch(self.r, self.keys))
+        watch.see(successor, n)  # one per worker: its tasks' routers share what they saw
         return n, util
 
     def router(self, successor: str, slot: int) -> LoadAwareRouter:

@@ -114,12 +114,13 @@ class OperatorReader(DataSourceStreamReader):
         if self.o.get("fixed_replicas"):  # the benchmark's hard-coded baseline
             return dict.fromkeys(self.operators, int(self.o["fixed_replicas"]))
         values = self._redis().mget([self._keys().active(op) for op in self.operators])
-        out = {}
-        for name, v in zip(self.operators, values, strict=True):
-            op = self._topology()[name]
-            n = int(v) if v is not None else max(1, op.min_replicas)
-            out[name] = max(1, min(op.max_replicas, n))
-        return out
+        from shared.rescale_timeline import active_count
+
+        topo = self._topology()
+        return {
+            name: active_count(v, topo[name].min_replicas, topo[name].max_replicas)
+            for name, v in zip(self.operators, values, strict=True)
+        }
 
     def _ends(self) -> dict[str, list[int]]:
         """Each operator's partition ends, from the registry or the broker (a setting)."""

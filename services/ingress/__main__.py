@@ -28,7 +28,7 @@ from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.logs import configure_logging
 from shared.redis_client import redis_client
-from shared.rescale_timeline import record_effect
+from shared.rescale_timeline import CountWatch, active_count
 from shared.settings import IngressSettings, settings_or_exit
 from shared.tracked_producer import TrackedProducer, read_backlog
 
@@ -138,7 +138,7 @@ class Ingress:
         )
         self.consumer.subscribe([settings.topics.ingress])
         self._last_refresh = self._last_check = 0.0
-        self._seen_active: dict[str, int] = {}
+        self.counts_seen = CountWatch(self.r, self.keys)
         self._warned_infeasible = False
 
     def refresh_routers(self) -> None:
@@ -153,12 +153,9 @@ class Ingress:
         if stale:
             self._last_refresh = now
         for e in self.entries:
-            n = int(self.r.get(self.keys.active(e.dst)) or 1)
-            n = max(1, min(self.topo[e.dst].max_replicas, n))
-            changed = self._seen_active.get(e.dst, n) != n
-            if changed:
-                record_effect(self.r, self.keys, e.dst, n, time.time())
-            self._seen_active[e.dst] = n
+            op = self.topo[e.dst]
+            n = active_count(self.r.get(self.keys.active(e.dst)), op.min_replicas, op.max_replicas)
+            changed = self.counts_seen.see(e.dst, n)
             if not (changed or stale or e.dst not in self.routers):
                 continue
             et = self.topo[e.dst].et_s

@@ -32,3 +32,20 @@ def test_effects_are_recorded_once_and_counted_in_the_histogram(redis_client):
     assert got["2.0"] == 2 and got["+Inf"] == 2
     assert total == pytest.approx(1.8)
     assert len(rescale_timeline.read(redis_client, keys)) == 2
+
+
+def test_a_router_records_a_count_it_had_not_seen_and_only_that(redis_client):
+    """A router first sees parse at 1 (no change: the stream reader records that one),
+    then execute applies 1 -> 4: the router's next read of 4 is the change's effect; a
+    read of 4 again is not a change."""
+    keys = Keys("watch")
+    ex = Executor(redis_client, TOPO, keys)
+    ex.bootstrap()
+    watch = rescale_timeline.CountWatch(redis_client, keys)
+    assert watch.see("parse", 1) is False
+    targets = {n: 1 for n in TOPO.names} | {"parse": 4}
+    ex.apply(PlanRecord(plan_id="p1", interval=1, targets=targets, closed_at=0, decided_at=1.0))
+    assert watch.see("parse", 4) is True
+    assert watch.see("parse", 4) is False
+    (change,) = rescale_timeline.read(redis_client, keys)
+    assert (change.operator, change.before, change.after) == ("parse", 1, 4)
