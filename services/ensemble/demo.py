@@ -153,6 +153,7 @@ def run(
     rep["intervals_shedding"] = sum(1 for row in intervals if row["shed_events"] > 0)
     rep["intervals_short"] = sum(1 for row in intervals if row["short"])
     rep["peak_rate"] = peak
+    rep["warmup_sent"] = warm  # in `sent`, accounted for, not measured
     rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
     if compare_static:  # what the simulator says the baselines would have done
