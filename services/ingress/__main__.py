@@ -117,6 +117,8 @@ class Ingress:
             settings.key_field,
             settings.las_horizon_s,
             scale_first=goal is not None,
+            goal_s=goal / 1000.0 if goal is not None else None,
+            td=settings.td,
         )
         self.metrics = IngressMetrics(registry)
         self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)

@@ -25,7 +25,14 @@ from shared.las.redis_store import SketchSubscriber
 from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
+from shared.rescale_timeline import active_count
+from shared.sim_shedding import admissible
 from shared.topology import Topology
+from shared.tracked_producer import read_backlog
+
+# The share of 1/et a replica delivers live (bench_capacity.py: 0.82-0.86), the
+# admission bound's capacity, as the forecast's EngineModel.efficiency.
+DELIVERED_SHARE = 0.85
 
 
 @dataclass
@@ -56,10 +63,17 @@ class Gate:
         key_field: str,
         horizon_s: float = 30.0,
         scale_first: bool = False,
+        goal_s: float | None = None,
+        td: float = 1.0,
     ) -> None:
         """``scale_first``: shed only while the last plan is short (``Keys.plan_short``:
         an operator's need beyond its pool or budget); otherwise admit everything, still
-        charged to LAS's estimate."""
+        charged to LAS's estimate. ``goal_s`` (with ``scale_first``): while the plan is
+        short, also admit at most what keeps the short operators' queues clearable
+        within the goal, per interval of ``td`` (``sim_shedding.admissible``, the
+        simulator's ``goal`` shedder): LAS bounds the entry operator's queuing only,
+        and live, with a downstream operator short, end-to-end latency reached 6.5-8.5 ×
+        the goal while the entry's queuing stayed at 0.76-1.28 × it."""
         self.topology = topology
         self.entry = topology.entry_operators[0]
         self.path = key_field.split(".")
@@ -75,6 +89,9 @@ class Gate:
             self.las = CalibratedShedder(shedder)
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
         self._last_poll = 0.0
+        self.goal_s, self.td = goal_s, td
+        self.budget_interval = -1
+        self.budget = float("inf")  # input events this interval may still admit
 
     def refresh(self, force: bool = False) -> None:
         """A new sketch version, Δ replies and the active count (polled ~10 times a
@@ -89,10 +106,37 @@ class Gate:
         for tag, delta in self.subscriber.deltas():
             self.las.answer(tag, delta)
         if self.scale_first:
-            self.las.held = not self.redis.get(self.keys.plan_short)
+            short = (self.redis.get(self.keys.plan_short) or b"").decode()
+            self.las.held = not short
+            self._budget(short)
         self.las.sync()
         active = self.redis.get(self.keys.active(self.entry))
         shedder.set_replicas(int(active) if active else 1)
+
+    def _budget(self, short: str) -> None:
+        """At each interval's first refresh: the admission bound of the interval, from
+        the short operators' replicas and queues (none short, or no goal: unbounded)."""
+        k = int(time.time() // self.td)
+        if k == self.budget_interval:
+            return
+        self.budget_interval = k
+        names = [n for n in short.split(",") if n in self.topology.names]
+        if self.goal_s is None or not names:
+            self.budget = float("inf")
+            return
+        ops = self.topology.operators
+        counts = self.redis.mget([self.keys.active(op.name) for op in ops])
+        active = {
+            op.name: active_count(v, op.min_replicas, op.max_replicas)
+            for op, v in zip(ops, counts, strict=True)
+        }
+        queued = {
+            n: float(sum(read_backlog(self.redis, self.keys, n, self.topology[n].max_replicas)))
+            for n in names
+        }
+        self.budget = admissible(
+            self.topology, active, queued, self.goal_s, self.td, DELIVERED_SHARE, names
+        )
 
     def las_state(self, now: float) -> dict[str, float]:
         """What the shedder believes now: floor, multiplier and the estimated wait q̂."""
@@ -138,6 +182,11 @@ class Gate:
             keys = np.array([k for _, k in keyed], dtype=np.int64)
             drop[idx], probes = self.las.decide(keys, now, [parsed[i][0].id for i in idx])
             carry = {int(idx[j]): now + predicted for j, predicted in probes.items()}
+        for i in np.flatnonzero(~drop).tolist():  # within the bound, in arrival order
+            if self.budget >= 1:
+                self.budget -= 1
+            else:
+                drop[i] = True
         for i, (ev, k) in enumerate(parsed):
             if drop[i]:
                 out.shed.append(ev.encode())

@@ -97,3 +97,36 @@ def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
     # an on-demand request says nothing about the need: the flag stays as it was
     ex.apply(ex.plan_for_request(RescaleRequest(request_id="r", operator="parse", add=1)))
     assert redis_client.get(keys.plan_short) == b""
+
+
+def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clears(
+    redis_client,
+):
+    """Goal 0.5 s, td 1 s: the plan is short for classify_content at 2 replicas of 2.5 ms
+    (0.85 x 2 / 2.5 ms = 680 events/s delivered), 600 events already queued. Admitting a
+    keeps its queue clearable within the goal while a ≤ 680 x (0.5 + 1) - 600 = 420. Of
+    1,000 events LAS alone admits all (parse has 8 replicas: 0.05 s of work), the bound
+    420; the rest is shed, none lost. Once the plan is no longer short: no bound."""
+    import json
+
+    from services.ingress.core import Gate
+    from shared.tracked_producer import ends_key
+
+    keys = Keys("bound")
+    ex = Executor(redis_client, TOPO, keys)
+    ex.bootstrap()
+    short = plan(1, parse=8, classify_content=2).model_copy(update={"short": ["classify_content"]})
+    assert ex.apply(short).status == "applied"
+    topic = keys.topic("classify_content")
+    redis_client.hset(ends_key(keys, topic), mapping={"0": 300, "1": 300})
+    gate = Gate(TOPO, redis_client, keys, 500.0, "key", scale_first=True, goal_s=0.5, td=1.0)
+    gate.refresh(force=True)
+    raws = [
+        json.dumps({"id": f"e{i}", "payload": {"key": f"k{i % 50}"}}).encode() for i in range(1000)
+    ]
+    d = gate.decide(raws, now=0.0)
+    assert len(d.admitted) == 420 and len(d.shed) == 580
+    assert ex.apply(plan(2, parse=8, classify_content=4)).status == "applied"
+    gate.budget_interval = -1  # the next interval
+    gate.refresh(force=True)
+    assert len(gate.decide(raws, now=0.0).admitted) == 1000
