@@ -33,6 +33,7 @@ from shared.tracked_producer import read_backlog
 # The share of 1/et a replica delivers live (bench_capacity.py: 0.82-0.86), the
 # admission bound's capacity, as the forecast's EngineModel.efficiency.
 DELIVERED_SHARE = 0.85
+RUNNING_BATCH_S = 1.0  # the dataplane's task window (SPS_TASK_WINDOW_S default)
 
 
 @dataclass
@@ -130,13 +131,21 @@ class Gate:
             op.name: active_count(v, op.min_replicas, op.max_replicas)
             for op, v in zip(ops, counts, strict=True)
         }
-        queued = {
-            n: float(sum(read_backlog(self.redis, self.keys, n, self.topology[n].max_replicas)))
-            for n in names
-        }
+        queued = {n: self._queued(n, active[n]) for n in names}
         self.budget = admissible(
             self.topology, active, queued, self.goal_s, self.td, DELIVERED_SHARE, names
         )
+
+    def _queued(self, name: str, active: int) -> float:
+        """The operator's queue, net of what its running batch has already processed: the
+        committed offsets move only when a batch ends (~1.17 s with the 1.0 s window), so
+        the recorded backlog counts, on average, half a batch of processed events (at 8
+        replicas of classify_content ~400; the bound shed 48 % where the least possible
+        was 30 %)."""
+        op = self.topology[name]
+        backlog = float(sum(read_backlog(self.redis, self.keys, name, op.max_replicas)))
+        served = DELIVERED_SHARE * active / op.et_s * RUNNING_BATCH_S / 2
+        return max(0.0, backlog - served)
 
     def las_state(self, now: float) -> dict[str, float]:
         """What the shedder believes now: floor, multiplier and the estimated wait q̂."""
