@@ -111,3 +111,14 @@ def test_live_figures_cover_the_replay_intervals_only():
     assert fig["rescales"] == 8  # 4 operators, each changed twice
     # |100-100|/100, |200-150|/200, |100-150|/100 -> (0 + 0.25 + 0.5) / 3
     assert fig["throughput_degradation"] == pytest.approx(0.25)
+
+
+def test_the_warm_up_runs_at_a_quarter_of_the_peak_for_at_least_a_second():
+    """10 s at a 640 events/s peak: 100 ticks of 100 ms at 160 events/s (16 a tick); a
+    tiny warm-up still lasts a second at 5 events a tick."""
+    from services.ensemble.replay import warmup_ticks
+
+    ticks = warmup_ticks(10.0, 640.0)
+    assert len(ticks) == 100 and set(ticks.tolist()) == {16.0}
+    short = warmup_ticks(0.05, 10.0)
+    assert len(short) == 10 and set(short.tolist()) == {5.0}
