@@ -132,3 +132,13 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     gate.budget_interval = -1  # the next interval
     gate.refresh(force=True)
     assert len(gate.decide(raws, now=0.0).admitted) == 1000
+    # parse is at its full pool but clears its (empty) queue: it bounds nothing. Now
+    # classify_content is at its pool of 8 with 4,800 recorded and the plan not short:
+    # 0.85 x 8 / 2.5 ms = 2,720 events/s; 4,800 - 2,720 x 0.5 = 3,440 queued;
+    # a ≤ 2,720 x 1.5 - 3,440 = 640.
+    assert ex.apply(plan(3, parse=8, classify_content=8)).status == "applied"
+    redis_client.hset(ends_key(keys, topic), mapping={str(j): 600 for j in range(8)})
+    gate.budget_interval = -1
+    gate.refresh(force=True)
+    assert gate.las is not None and gate.las.held  # LAS waits for a short plan...
+    assert len(gate.decide(raws, now=0.0).admitted) == 640  # ...the pool's bound does not
