@@ -36,6 +36,15 @@ class ServiceSettings(BaseSettings):
     # Run the whole loop and record every decision, but change no replica count (execute
     # logs what it would have applied): for trying a policy on a production pipeline.
     dry_run: bool = False
+    # The dataplane's: a task keeps serving its active replicas' partitions for
+    # task_window_s after it starts, reading what upstream produces meanwhile, so an event
+    # crosses several operators in one micro-batch instead of waiting for one batch per
+    # hop: twitter at 50 % load, mean latency 4.1 s -> 0.74 s (README, "An event crosses
+    # the operators in one batch"). Between two batches (~0.15 s) no replica serves: a
+    # longer window loses less of the pool's capacity (0.6 s -> 1.0 s: static:8 0.90 ->
+    # 0.66 s mean on short-spikes). 0: a task reads its planned offset range only. Here,
+    # not in DataplaneSettings: the ingress's admission bound needs the batch length.
+    task_window_s: float = Field(default=1.0, ge=0)
 
     @field_validator("redis_url")
     @classmethod
@@ -125,14 +134,6 @@ class DataplaneSettings(ServiceSettings):
     # source starts each partition where processing really got to (``{prefix}:dp:<op>:
     # committed``), so nothing is processed twice.
     async_progress: bool = True
-    # A task keeps serving its active replicas' partitions for task_window_s after it starts,
-    # reading what upstream produces meanwhile, so an event crosses several operators in
-    # one micro-batch instead of waiting for one batch per hop: twitter at 50 % load, mean
-    # latency 4.1 s -> 0.74 s (README, "An event crosses the operators in one batch").
-    # Between two batches (~0.15 s) no replica serves: a longer window loses less of the
-    # pool's capacity (0.6 s -> 1.0 s: static:8 0.90 -> 0.66 s mean on short-spikes).
-    # 0: a task reads its planned offset range only.
-    task_window_s: float = Field(default=1.0, ge=0)
     one_query: bool = True  # every operator in one streaming query (False: one each)
     # Where a micro-batch learns how far each partition goes: "registry", the ends the
     # producers record from their delivery reports (the embedded broker's ListOffsets is

@@ -35,6 +35,12 @@ from shared.topology import SOURCE, Operator, Topology
 MODES = ("fluid", "event")
 
 
+# The share of a replica's 1/et the live dataplane delivers on this machine kind
+# (bench_capacity.py, 1.0 s window: 0.82-0.86 for r = 1-8): the forecast's efficiency
+# (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
+LIVE_EFFICIENCY = 0.85
+
+
 @dataclass(frozen=True)
 class EngineModel:
     """What the engine being forecast adds to the fluid model (defaults: none).

@@ -119,6 +119,7 @@ class Ingress:
             scale_first=goal is not None,
             goal_s=goal / 1000.0 if goal is not None else None,
             td=settings.td,
+            batch_s=settings.task_window_s,
         )
         self.metrics = IngressMetrics(registry)
         self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)

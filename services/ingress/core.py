@@ -27,13 +27,9 @@ from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
 from shared.rescale_timeline import active_count
 from shared.sim_shedding import admissible
+from shared.simulator import LIVE_EFFICIENCY
 from shared.topology import Topology
 from shared.tracked_producer import read_backlog
-
-# The share of 1/et a replica delivers live (bench_capacity.py: 0.82-0.86), the
-# admission bound's capacity, as the forecast's EngineModel.efficiency.
-DELIVERED_SHARE = 0.85
-RUNNING_BATCH_S = 1.0  # the dataplane's task window (SPS_TASK_WINDOW_S default)
 
 
 @dataclass
@@ -66,6 +62,7 @@ class Gate:
         scale_first: bool = False,
         goal_s: float | None = None,
         td: float = 1.0,
+        batch_s: float = 1.0,
     ) -> None:
         """``scale_first``: shed only while the last plan is short (``Keys.plan_short``:
         an operator's need beyond its pool or budget); otherwise admit everything, still
@@ -74,7 +71,8 @@ class Gate:
         within the goal, per interval of ``td`` (``sim_shedding.admissible``, the
         simulator's ``goal`` shedder): LAS bounds the entry operator's queuing only,
         and live, with a downstream operator short, end-to-end latency reached 6.5-8.5 ×
-        the goal while the entry's queuing stayed at 0.76-1.28 × it."""
+        the goal while the entry's queuing stayed at 0.76-1.28 × it. ``batch_s``: the
+        dataplane's task window (``SPS_TASK_WINDOW_S``), about a micro-batch's length."""
         self.topology = topology
         self.entry = topology.entry_operators[0]
         self.path = key_field.split(".")
@@ -90,7 +88,7 @@ class Gate:
             self.las = CalibratedShedder(shedder)
             self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
         self._last_poll = 0.0
-        self.goal_s, self.td = goal_s, td
+        self.goal_s, self.td, self.batch_s = goal_s, td, batch_s
         self.budget_interval = -1
         self.budget = float("inf")  # input events this interval may still admit
 
@@ -139,7 +137,7 @@ class Gate:
         names |= {op.name for op in ops if active[op.name] >= op.max_replicas}
         queued = {n: self._queued(n, active[n]) for n in names}
         self.budget = admissible(
-            self.topology, active, queued, self.goal_s, self.td, DELIVERED_SHARE, names
+            self.topology, active, queued, self.goal_s, self.td, LIVE_EFFICIENCY, names
         )
 
     def _queued(self, name: str, active: int) -> float:
@@ -150,7 +148,7 @@ class Gate:
         was 30 %)."""
         op = self.topology[name]
         backlog = float(sum(read_backlog(self.redis, self.keys, name, op.max_replicas)))
-        served = DELIVERED_SHARE * active / op.et_s * RUNNING_BATCH_S / 2
+        served = LIVE_EFFICIENCY * active / op.et_s * self.batch_s / 2
         return max(0.0, backlog - served)
 
     def las_state(self, now: float) -> dict[str, float]:
