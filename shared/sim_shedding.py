@@ -37,9 +37,12 @@ def admissible(
     td: float,
     efficiency: float = 1.0,
     operators: Collection[str] | None = None,
+    path_s: float = 0.0,
 ) -> float:
     """The most input events one interval may admit with the queue of every operator (of
-    ``operators``; default all) still clearable within ``goal_s`` (module docstring)."""
+    ``operators``; default all) still clearable within ``goal_s`` less ``path_s``, the
+    time an event spends on its path beside the queues (module docstring)."""
+    wait_s = max(0.0, goal_s - path_s)
     bound = float("inf")
     for op in topo.operators:
         if operators is not None and op.name not in operators:
@@ -48,7 +51,7 @@ def admissible(
         if theta <= 0:
             continue
         cap = efficiency * replicas[op.name] / op.et_s
-        bound = min(bound, (cap * (goal_s + td) - queued.get(op.name, 0.0)) / theta)
+        bound = min(bound, (cap * (wait_s + td) - queued.get(op.name, 0.0)) / theta)
     return max(0.0, bound)
 
 
@@ -62,15 +65,16 @@ def admitted(
     goal_s: float,
     td: float,
     efficiency: float = 1.0,
+    path_s: float = 0.0,
 ) -> float:
     """How many of ``arriving`` events enter this interval under shedder ``kind``;
-    ``short``: the operators the last plan was short for."""
+    ``short``: the operators the last plan was short for; ``path_s``: as ``admissible``."""
     if kind == "goal":
         if not short:
             return arriving
-        bound = admissible(topo, active, queued, goal_s, td, efficiency, short)
+        bound = admissible(topo, active, queued, goal_s, td, efficiency, short, path_s)
         return min(arriving, bound)
     if kind == "full":
         pool = {op.name: op.max_replicas for op in topo.operators}
-        return min(arriving, admissible(topo, pool, queued, goal_s, td, efficiency))
+        return min(arriving, admissible(topo, pool, queued, goal_s, td, efficiency, None, path_s))
     raise ValueError(f"unknown shedder {kind!r}; choose from {SHEDDERS}")

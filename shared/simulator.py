@@ -61,6 +61,16 @@ class EngineModel:
     et_cv2: float = 0.0
 
 
+# Calibrated on this machine kind from the live system (README, "The live system beside
+# its forecast"): per-hop micro-batch time ((0.527 s mean end to end at 50 % load,
+# static:8, twitter_remote, 1.0 s task window - 27.5 ms of et) / 4 hops; 0.18 s with the
+# 0.6 s window), the share of 1/et a replica delivers (LIVE_EFFICIENCY), and when a
+# live plan takes effect after the end of the interval it saw (median 0.44-0.48 s: the
+# ingress's count ~0.26 s, monitor/analyze/plan/execute 0.05 s, the routers' next read
+# of the count ~0.13 s).
+LIVE_ENGINE = EngineModel(hop_s=0.125, efficiency=LIVE_EFFICIENCY, plan_delay=0.5)
+
+
 @dataclass(frozen=True)
 class Handover:
     """An interval whose counts change ``late`` (a fraction of it) after it starts:
@@ -341,6 +351,7 @@ def simulate(
                 latency_goal_s,
                 td,
                 engine.efficiency,
+                topo.path_seconds(engine.hop_s),
             )
         s.shed.append(lam_g - entering)
         dataplane.step(t * td, td, entering, arriving, acc, handover)

@@ -104,6 +104,15 @@ class Topology:
             )
         return theta
 
+    def path_seconds(self, per_operator_s: float = 0.0) -> float:
+        """The longest source-to-sink path's time without queues: each operator's et plus
+        ``per_operator_s`` (an engine's per-hop time, ``EngineModel.hop_s``)."""
+        longest: dict[str, float] = {}
+        for name in self.order:
+            before = max((longest.get(e.src, 0.0) for e in self.predecessors[name]), default=0.0)
+            longest[name] = before + self[name].et_s + per_operator_s
+        return max(longest.values(), default=0.0)
+
     @property
     def pool_total(self) -> int:
         return sum(op.max_replicas for op in self.operators)

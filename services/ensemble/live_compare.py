@@ -20,7 +20,7 @@ from shared import topology as topology_mod
 from shared import traces
 from shared.policies import make_policy
 from shared.run_metrics import edge_degradation, per_hour
-from shared.simulator import LIVE_EFFICIENCY, EngineModel, Limits, SimulationResult, simulate
+from shared.simulator import LIVE_ENGINE, EngineModel, Limits, SimulationResult, simulate
 from shared.stabilise import Stabilisation, plan_env, split_spec
 
 FIGURES = (
@@ -31,14 +31,7 @@ FIGURES = (
     "latency_ms_p99",
     "rescales",
 )
-# Calibrated on this machine kind from the live system (README, "The live system beside
-# its forecast"): per-hop micro-batch time ((0.527 s mean end to end at 50 % load,
-# static:8, twitter_remote, 1.0 s task window - 27.5 ms of et) / 4 hops; 0.18 s with the
-# 0.6 s window), the share of 1/et a replica delivers (LIVE_EFFICIENCY), and when a
-# live plan takes effect after the end of the interval it saw (median 0.44-0.48 s: the
-# ingress's count ~0.26 s, monitor/analyze/plan/execute 0.05 s, the routers' next read
-# of the count ~0.13 s).
-DEFAULT_ENGINE = EngineModel(hop_s=0.125, efficiency=LIVE_EFFICIENCY, plan_delay=0.5)
+DEFAULT_ENGINE = LIVE_ENGINE  # the forecast's engine (shared.simulator.LIVE_ENGINE)
 
 
 @dataclass(frozen=True)

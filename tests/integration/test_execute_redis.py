@@ -102,13 +102,14 @@ def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
 def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clears(
     redis_client,
 ):
-    """Goal 0.5 s, td 1 s: the plan is short for classify_content at 2 replicas of 2.5 ms
-    (0.85 x 2 / 2.5 ms = 680 events/s delivered), 600 events recorded as waiting, of
-    which the running batch has processed half a 1 s batch on average (340): 260 queued.
-    Admitting a keeps its queue clearable within the goal while
-    a ≤ 680 x (0.5 + 1) - 260 = 760. Of 1,000 events LAS alone admits all (parse has 8
-    replicas: 0.05 s of work), the bound 760; the rest is shed, none lost. Once the plan
-    is no longer short: no bound."""
+    """Goal 2.0064 s, td 1 s, of which an event's path takes 1.5064 s (et 0.4 + 2.5 + 2.0 +
+    1.5 ms, four hops of 0.125 s, one 1 s batch), so the queues may hold 0.5 s. The plan is
+    short for classify_content at 2 replicas of 2.5 ms (0.85 x 2 / 2.5 ms = 680 events/s
+    delivered), 600 events recorded as waiting, of which the running batch has processed
+    half a 1 s batch on average (340): 260 queued. Admitting a keeps its queue clearable
+    in the 0.5 s while a ≤ 680 x (0.5 + 1) - 260 = 760 (1,784 with the whole goal). Of
+    1,000 events LAS alone admits all (parse has 8 replicas: 0.05 s of work), the bound
+    760; the rest is shed, none lost. Once the plan is no longer short: no bound."""
     import json
 
     from services.ingress.core import Gate
@@ -121,7 +122,8 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     assert ex.apply(short).status == "applied"
     topic = keys.topic("classify_content")
     redis_client.hset(ends_key(keys, topic), mapping={"0": 300, "1": 300})
-    gate = Gate(TOPO, redis_client, keys, 500.0, "key", scale_first=True, goal_s=0.5, td=1.0)
+    goal_s = 2.0064 + 1e-9  # the 1e-9: 0.5 s left, not 0.4999...
+    gate = Gate(TOPO, redis_client, keys, 500.0, "key", scale_first=True, goal_s=goal_s, td=1.0)
     gate.refresh(force=True)
     raws = [
         json.dumps({"id": f"e{i}", "payload": {"key": f"k{i % 50}"}}).encode() for i in range(1000)

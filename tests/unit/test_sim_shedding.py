@@ -22,6 +22,17 @@ def test_the_admission_bound_is_the_tightest_operators():
     assert sim_shedding.admissible(TOPO, EIGHT, queued, 0.25, 1.0) == pytest.approx(3000.0)
 
 
+def test_the_path_time_comes_off_the_goal():
+    """The same, but each event spends 0.15 s on its path beside the queues: the queue
+    may hold what classify_content clears in 0.1 s, 3,200 × 1.1 − 1,000 = 2,520; a path
+    longer than the goal leaves one interval's service, 3,200 − 1,000 = 2,200."""
+    queued = {"classify_content": 1000.0}
+    bound = sim_shedding.admissible(TOPO, EIGHT, queued, 0.25, 1.0, path_s=0.15)
+    assert bound == pytest.approx(2520.0)
+    longer = sim_shedding.admissible(TOPO, EIGHT, queued, 0.25, 1.0, path_s=0.4)
+    assert longer == pytest.approx(2200.0)
+
+
 def test_the_goal_shedder_sheds_only_for_the_operators_the_plan_is_short_for():
     """Not short: everything enters. Short for classify_author at 2 replicas (1,000/s):
     1,000 × 1.25 = 1,250 enter of 5,000, although classify_content, which the plan can

@@ -41,6 +41,20 @@ def test_diamond_static_theta_is_fig6():
     assert t.static_theta["O4"] == pytest.approx(0.58)
 
 
+def test_the_path_time_is_the_longest_branch():
+    """a (1 ms) feeds b (2 ms) and c (5 ms), both feed d (2 ms): the longest path is
+    a, c, d, 8 ms; with 0.1 s per hop on its three operators, 0.308 s."""
+    ops = [{"name": n, "et_ms": et} for n, et in (("a", 1.0), ("b", 2.0), ("c", 5.0), ("d", 2.0))]
+    edges = [
+        {"from": "source", "to": "a"},
+        *({"from": "a", "to": x} for x in "bc"),
+        *({"from": x, "to": "d"} for x in "bc"),
+    ]
+    t = from_dict(doc(ops, edges))
+    assert t.path_seconds() == pytest.approx(0.008)
+    assert t.path_seconds(0.1) == pytest.approx(0.308)
+
+
 @pytest.mark.parametrize(
     ("d", "needle"),
     [
