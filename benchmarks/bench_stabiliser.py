@@ -1,5 +1,6 @@
 """The calm stabiliser (shared.stabilise.CALM: a 3-interval scale-down window, a 0.35
-replica margin, no scale-in while a backlog is caught up) against each policy as written,
+replica margin, no scale-in while a backlog is caught up, a 0.35 replica scale-up
+tolerance) against each policy as written,
 in the simulator, on the same traces.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_stabiliser.py [--policies a,b] [--traces x,y]

@@ -79,6 +79,8 @@ class PlanSettings(ServiceSettings):
     max_step: int | None = Field(default=None, ge=1)
     scale_down_margin: float = Field(default=0.0, ge=0)
     hold_on_backlog: bool = False
+    # a raw need at most this many replicas above the count does not scale out (off: 0)
+    scale_up_tolerance: float = Field(default=0.0, ge=0)
     # the user's goal: each operator gets at least the replicas that clear its backlog
     # within it (shared.plan.goal_replicas); a need beyond the pool marks the plan short
     latency_goal_ms: float | None = Field(default=None, gt=0)

@@ -64,10 +64,17 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         help="no scale-in while the queue and next input would not clear in one interval",
     )
     p.add_argument(
+        "--scale-up-tolerance",
+        type=float,
+        default=0.0,
+        help="replicas: a raw need at most this far above the count does not scale out",
+    )
+    p.add_argument(
         "--calm",
         action="store_true",
         help="the measured stabiliser preset (shared.stabilise.CALM: a 3-interval window, "
-        "margin 0.35, --hold-on-backlog); a policy spec may say it itself: pa-sps:lr+calm",
+        "margin 0.35, --hold-on-backlog, tolerance 0.35); a policy spec may say it itself: "
+        "pa-sps:lr+calm",
     )
     p.add_argument(
         "--shed",
@@ -171,14 +178,16 @@ def stabilisation(args: argparse.Namespace) -> Any:
 
     if args.scale_down_window < 0 or (args.max_step is not None and args.max_step < 1):
         raise ValueError("--scale-down-window must be >= 0 and --max-step >= 1")
-    if args.scale_down_margin < 0:
-        raise ValueError("--scale-down-margin must be >= 0")
+    if args.scale_down_margin < 0 or args.scale_up_tolerance < 0:
+        raise ValueError("--scale-down-margin and --scale-up-tolerance must be >= 0")
     if getattr(args, "calm", False):
         from shared.stabilise import CALM
 
         return CALM
     window = math.ceil(args.scale_down_window / args.td - 1e-9)
-    return Stabilisation(window, args.max_step, args.scale_down_margin, args.hold_on_backlog)
+    return Stabilisation(
+        window, args.max_step, args.scale_down_margin, args.hold_on_backlog, args.scale_up_tolerance
+    )
 
 
 def _budget_schedule(text: str | None, td: float, default: int | None) -> Any:

@@ -19,6 +19,7 @@ def build(settings: PlanSettings) -> ServiceApp:
         settings.scale_down_margin,
         settings.hold_on_backlog,
         settings.latency_goal_ms,
+        settings.scale_up_tolerance,
     )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)

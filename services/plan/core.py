@@ -26,6 +26,7 @@ class Planner:
         scale_down_margin: float = 0.0,
         hold_on_backlog: bool = False,
         latency_goal_ms: float | None = None,
+        scale_up_tolerance: float = 0.0,
     ) -> None:
         self.topology = topology
         self.budget = budget
@@ -33,6 +34,7 @@ class Planner:
         self.max_step = max_step
         self.scale_down_margin = scale_down_margin
         self.hold_on_backlog = hold_on_backlog
+        self.scale_up_tolerance = scale_up_tolerance
         self.goal_s = latency_goal_ms / 1000.0 if latency_goal_ms is not None else None
         self._stabiliser: Stabiliser | None = None
         self._built = False
@@ -43,7 +45,11 @@ class Planner:
         if not self._built:
             window = math.ceil(self.scale_down_window_s / td - 1e-9)
             rules = Stabilisation(
-                window, self.max_step, self.scale_down_margin, self.hold_on_backlog
+                window,
+                self.max_step,
+                self.scale_down_margin,
+                self.hold_on_backlog,
+                self.scale_up_tolerance,
             )
             self._stabiliser = Stabiliser(rules) if rules.enabled else None
             self._built = True

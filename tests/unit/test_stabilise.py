@@ -104,6 +104,20 @@ def test_the_margin_keeps_a_need_that_hovers_below_an_integer_from_flipping_the_
     assert follow_raw(Stabilisation(scale_down_margin=0.8), [1.0, 6.3]) == [1, 7]
 
 
+def test_the_tolerance_holds_a_need_just_above_the_count():
+    """From 4 replicas, needs of 4.2, 4.3, 4.5, 3.9: the policy asks 5, 5, 5, 4. With a
+    tolerance of 0.35, 4.2 and 4.3 are held (ceil(3.85) = ceil(3.95) = 4, no more than the
+    4 running); 4.5 scales out (ceil(4.15) = 5); 3.9 scales in to 4 as before."""
+    raw = [4.2, 4.3, 4.5, 3.9]
+    assert follow_raw(Stabilisation(), raw, start=4) == [5, 5, 5, 4]
+    assert follow_raw(Stabilisation(scale_up_tolerance=0.35), raw, start=4) == [4, 4, 5, 4]
+    # a need the latency goal raised (an ask of 6 against a raw 4.2) is not held
+    s = Stabiliser(Stabilisation(scale_up_tolerance=0.35))
+    assert s.apply({"a": 4}, {"a": 6}, {"a": 4.2}) == ({"a": 6}, {})
+    held = Stabiliser(Stabilisation(scale_up_tolerance=0.35)).apply({"a": 4}, {"a": 5}, {"a": 4.2})
+    assert held == ({"a": 4}, {"a": "scale-up tolerance"})
+
+
 def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
     from shared.stabilise import Backlog
 
@@ -137,6 +151,7 @@ def test_a_preset_rides_on_the_policy_spec():
         "SPS_SCALE_DOWN_WINDOW_S": "6.0",
         "SPS_SCALE_DOWN_MARGIN": "0.35",
         "SPS_HOLD_ON_BACKLOG": "true",
+        "SPS_SCALE_UP_TOLERANCE": "0.35",
     }
 
 
