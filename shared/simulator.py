@@ -35,12 +35,6 @@ from shared.topology import SOURCE, Operator, Topology
 MODES = ("fluid", "event")
 
 
-# The share of a replica's 1/et the live dataplane delivers on this machine kind
-# (bench_capacity.py, 1.0 s window: 0.82-0.86 for r = 1-8): the forecast's efficiency
-# (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
-LIVE_EFFICIENCY = 0.85
-
-
 @dataclass(frozen=True)
 class EngineModel:
     """What the engine being forecast adds to the fluid model (defaults: none).
@@ -64,11 +58,13 @@ class EngineModel:
 # Calibrated on this machine kind from the live system (README, "The live system beside
 # its forecast"): per-hop micro-batch time ((0.527 s mean end to end at 50 % load,
 # static:8, twitter_remote, 1.0 s task window - 27.5 ms of et) / 4 hops; 0.18 s with the
-# 0.6 s window), the share of 1/et a replica delivers (LIVE_EFFICIENCY), and when a
-# live plan takes effect after the end of the interval it saw (median 0.44-0.48 s: the
-# ingress's count ~0.26 s, monitor/analyze/plan/execute 0.05 s, the routers' next read
-# of the count ~0.13 s).
-LIVE_ENGINE = EngineModel(hop_s=0.125, efficiency=LIVE_EFFICIENCY, plan_delay=0.5)
+# 0.6 s window), the share of 1/et a replica delivers (bench_capacity.py, 1.0 s window:
+# 0.82-0.86 for r = 1-8), and when a live plan takes effect after the end of the
+# interval it saw (median 0.44-0.48 s: the ingress's count ~0.26 s, monitor/analyze/
+# plan/execute 0.05 s, the routers' next read of the count ~0.13 s).
+# The forecast (services/ensemble/live_compare.py) and the ingress's admission bound use
+# it alike.
+LIVE_ENGINE = EngineModel(hop_s=0.125, efficiency=0.85, plan_delay=0.5)
 
 
 @dataclass(frozen=True)
@@ -334,6 +330,7 @@ def simulate(
     prev_prediction: float | None = None
     stabiliser = Stabiliser(stabilisation) if stabilisation and stabilisation.enabled else None
     short: tuple[str, ...] = ()  # the last plan's: only then may the goal shedder shed
+    path_s = topo.path_seconds(engine.hop_s)  # what an event spends beside the queues
     t = 0
     while t < len(arrivals) or (t < len(arrivals) + drain_intervals and dataplane.queued() > 1e-6):
         lam_g = float(arrivals[t]) if t < len(arrivals) else 0.0
@@ -351,7 +348,7 @@ def simulate(
                 latency_goal_s,
                 td,
                 engine.efficiency,
-                topo.path_seconds(engine.hop_s),
+                path_s,
             )
         s.shed.append(lam_g - entering)
         dataplane.step(t * td, td, entering, arriving, acc, handover)

@@ -157,12 +157,13 @@ def run(
     rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
     if compare_static:  # what the simulator says the baselines would have done
-        from services.ensemble.live_compare import DEFAULT_ENGINE, Scenario, simulated
+        from services.ensemble.live_compare import Scenario, simulated
+        from shared.simulator import LIVE_ENGINE
 
         sc = Scenario(topology, trace_name, duration, peak)
         spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
         rep["simulated"] = {
-            s: simulated(sc, s, DEFAULT_ENGINE)[0] for s in (spec, "static:1", "static:8")
+            s: simulated(sc, s, LIVE_ENGINE)[0] for s in (spec, "static:1", "static:8")
         }
     rep["tau_ms"] = tau_ms
     measured = report_mod.replay_window([s for s in stats if s["interval"] >= replay_from])

@@ -31,7 +31,6 @@ FIGURES = (
     "latency_ms_p99",
     "rescales",
 )
-DEFAULT_ENGINE = LIVE_ENGINE  # the forecast's engine (shared.simulator.LIVE_ENGINE)
 
 
 @dataclass(frozen=True)
@@ -166,7 +165,7 @@ def run(
     sc: Scenario,
     policies: list[str],
     out_dir: Path,
-    engine: EngineModel = DEFAULT_ENGINE,
+    engine: EngineModel = LIVE_ENGINE,
     extra_env: dict[str, str] | None = None,
     drain_s: float = 120.0,
     warmup_s: float | None = None,

@@ -27,7 +27,7 @@ from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
 from shared.rescale_timeline import active_count
 from shared.sim_shedding import admissible
-from shared.simulator import LIVE_EFFICIENCY, LIVE_ENGINE
+from shared.simulator import LIVE_ENGINE
 from shared.topology import Topology
 from shared.tracked_producer import read_backlog
 
@@ -145,7 +145,14 @@ class Gate:
         names |= {op.name for op in ops if active[op.name] >= op.max_replicas}
         queued = {n: self._queued(n, active[n]) for n in names}
         self.budget = admissible(
-            self.topology, active, queued, self.goal_s, self.td, LIVE_EFFICIENCY, names, self.path_s
+            self.topology,
+            active,
+            queued,
+            self.goal_s,
+            self.td,
+            LIVE_ENGINE.efficiency,
+            names,
+            self.path_s,
         )
 
     def _queued(self, name: str, active: int) -> float:
@@ -156,7 +163,7 @@ class Gate:
         was 30 %)."""
         op = self.topology[name]
         backlog = float(sum(read_backlog(self.redis, self.keys, name, op.max_replicas)))
-        served = LIVE_EFFICIENCY * active / op.et_s * self.batch_s / 2
+        served = LIVE_ENGINE.efficiency * active / op.et_s * self.batch_s / 2
         return max(0.0, backlog - served)
 
     def las_state(self, now: float) -> dict[str, float]:
