@@ -12,6 +12,7 @@ from typing import Literal, NoReturn, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.stabilise import Stabilisation
 from shared.topics import Topics
 
 
@@ -79,11 +80,29 @@ class PlanSettings(ServiceSettings):
     max_step: int | None = Field(default=None, ge=1)
     scale_down_margin: float = Field(default=0.0, ge=0)
     hold_on_backlog: bool = False
-    # a raw need at most this many replicas above the count does not scale out (off: 0)
+    # a raw need at most this many replicas (or this fraction of the count) above the
+    # count does not scale out; a scale-in of less than this fraction of the count is
+    # held; a need that fell through the whole window is followed at its latest ask
     scale_up_tolerance: float = Field(default=0.0, ge=0)
+    scale_up_tolerance_ratio: float = Field(default=0.0, ge=0)
+    scale_down_tolerance_ratio: float = Field(default=0.0, ge=0, lt=1)
+    follow_falling_need: bool = False
     # the user's goal: each operator gets at least the replicas that clear its backlog
     # within it (shared.plan.goal_replicas); a need beyond the pool marks the plan short
     latency_goal_ms: float | None = Field(default=None, gt=0)
+
+    def stabilisation(self) -> Stabilisation:
+        """The stabiliser's rules but the window, which is in seconds here and in
+        intervals there (the plan service converts it at its first analysis)."""
+        return Stabilisation(
+            max_step=self.max_step,
+            scale_down_margin=self.scale_down_margin,
+            hold_on_backlog=self.hold_on_backlog,
+            scale_up_tolerance=self.scale_up_tolerance,
+            scale_up_tolerance_ratio=self.scale_up_tolerance_ratio,
+            scale_down_tolerance_ratio=self.scale_down_tolerance_ratio,
+            follow_falling_need=self.follow_falling_need,
+        )
 
 
 class ExecuteSettings(ServiceSettings):

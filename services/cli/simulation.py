@@ -70,10 +70,29 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         help="replicas: a raw need at most this far above the count does not scale out",
     )
     p.add_argument(
+        "--scale-up-tolerance-ratio",
+        type=float,
+        default=0.0,
+        help="the same as a fraction of the count (the larger of the two holds)",
+    )
+    p.add_argument(
+        "--scale-down-tolerance-ratio",
+        type=float,
+        default=0.0,
+        help="a scale-in of fewer than RATIO x count replicas is held (default off)",
+    )
+    p.add_argument(
+        "--follow-falling-need",
+        action="store_true",
+        help="with --scale-down-window: a need that fell through the whole window is "
+        "followed at its latest ask, not held at the window's highest",
+    )
+    p.add_argument(
         "--calm",
         action="store_true",
         help="the measured stabiliser preset (shared.stabilise.CALM: a 3-interval window, "
-        "margin 0.35, --hold-on-backlog, tolerance 0.35); a policy spec may say it itself: "
+        "margin 0.35, --hold-on-backlog, tolerance 0.35 or 0.25 x count, scale-down tolerance "
+        "0.15, --follow-falling-need); a policy spec may say it itself: "
         "pa-sps:lr+calm",
     )
     p.add_argument(
@@ -178,15 +197,26 @@ def stabilisation(args: argparse.Namespace) -> Any:
 
     if args.scale_down_window < 0 or (args.max_step is not None and args.max_step < 1):
         raise ValueError("--scale-down-window must be >= 0 and --max-step >= 1")
-    if args.scale_down_margin < 0 or args.scale_up_tolerance < 0:
-        raise ValueError("--scale-down-margin and --scale-up-tolerance must be >= 0")
+    amounts = (args.scale_down_margin, args.scale_up_tolerance, args.scale_up_tolerance_ratio)
+    if min(amounts) < 0 or not 0 <= args.scale_down_tolerance_ratio < 1:
+        raise ValueError(
+            "--scale-down-margin, --scale-up-tolerance(-ratio) must be >= 0 and "
+            "--scale-down-tolerance-ratio in [0, 1)"
+        )
     if getattr(args, "calm", False):
         from shared.stabilise import CALM
 
         return CALM
     window = math.ceil(args.scale_down_window / args.td - 1e-9)
     return Stabilisation(
-        window, args.max_step, args.scale_down_margin, args.hold_on_backlog, args.scale_up_tolerance
+        window,
+        args.max_step,
+        args.scale_down_margin,
+        args.hold_on_backlog,
+        args.scale_up_tolerance,
+        args.scale_up_tolerance_ratio,
+        args.scale_down_tolerance_ratio,
+        args.follow_falling_need,
     )
 
 

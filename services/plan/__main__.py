@@ -14,12 +14,9 @@ def build(settings: PlanSettings) -> ServiceApp:
     planner = Planner(
         topology.load(settings.topology),
         settings.budget,
+        settings.stabilisation(),
         settings.scale_down_window_s,
-        settings.max_step,
-        settings.scale_down_margin,
-        settings.hold_on_backlog,
         settings.latency_goal_ms,
-        settings.scale_up_tolerance,
     )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)

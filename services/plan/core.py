@@ -3,6 +3,7 @@ with the simulator through ``shared.plan.make_plan``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -21,20 +22,16 @@ class Planner:
         self,
         topology: Topology,
         budget: int | None = None,
+        rules: Stabilisation | None = None,
         scale_down_window_s: float = 0.0,
-        max_step: int | None = None,
-        scale_down_margin: float = 0.0,
-        hold_on_backlog: bool = False,
         latency_goal_ms: float | None = None,
-        scale_up_tolerance: float = 0.0,
     ) -> None:
+        """``rules``: the stabiliser's rules but its window, which is
+        ``scale_down_window_s`` (seconds; intervals once td is known)."""
         self.topology = topology
         self.budget = budget
+        self.rules = rules or Stabilisation()
         self.scale_down_window_s = scale_down_window_s
-        self.max_step = max_step
-        self.scale_down_margin = scale_down_margin
-        self.hold_on_backlog = hold_on_backlog
-        self.scale_up_tolerance = scale_up_tolerance
         self.goal_s = latency_goal_ms / 1000.0 if latency_goal_ms is not None else None
         self._stabiliser: Stabiliser | None = None
         self._built = False
@@ -44,13 +41,7 @@ class Planner:
         no rule is enabled."""
         if not self._built:
             window = math.ceil(self.scale_down_window_s / td - 1e-9)
-            rules = Stabilisation(
-                window,
-                self.max_step,
-                self.scale_down_margin,
-                self.hold_on_backlog,
-                self.scale_up_tolerance,
-            )
+            rules = dataclasses.replace(self.rules, scale_down_window=window)
             self._stabiliser = Stabiliser(rules) if rules.enabled else None
             self._built = True
         return self._stabiliser

@@ -118,6 +118,54 @@ def test_the_tolerance_holds_a_need_just_above_the_count():
     assert held == ({"a": 4}, {"a": "scale-up tolerance"})
 
 
+def test_a_steady_fall_is_followed_at_its_latest_ask_a_dip_is_held():
+    """Window 3, from 1: asks 8, 6, 5, 4, 3, 2, 2. The window sees [8, 6, 5] (8 is the
+    count: nothing below it yet), then [6, 5, 4]: all below 8 and none rose, so it scales
+    in to the latest ask, 4, where the window's highest would be 6. The window restarts
+    at [4, 4, 4]; [4, 4, 3] and [4, 3, 2] hold 4; [3, 2, 2] falls again -> 2. Without the
+    rule: 8, then 6 (the highest of [6, 5, 4]), held through [6, 6, 3] and [6, 3, 2],
+    then 3 (the highest of [3, 2, 2])."""
+    asks = [8, 6, 5, 4, 3, 2, 2]
+    falling = Stabilisation(scale_down_window=3, follow_falling_need=True)
+    assert follow(falling, asks) == [8, 8, 8, 4, 4, 4, 2]
+    assert follow(Stabilisation(scale_down_window=3), asks) == [8, 8, 8, 6, 6, 6, 3]
+    # asks 5, 6, 4 from 8: the need rose inside the window, a dip: the highest, 6
+    assert follow(falling, [8, 5, 6, 4], start=8) == [8, 8, 8, 6]
+
+
+def test_relative_tolerances_hold_small_changes_at_a_high_count():
+    """Up: ratio 0.2 with 0.35 replica: at 8 replicas the tolerance is max(0.35, 1.6),
+    so a need of 9.5 is held (ceil(7.9) = 8) and 9.7 scales out to its ask of 10
+    (ceil(8.1) = 9 > 8); at 2 replicas it is max(0.35, 0.4): 2.3 is held, 2.45 is not.
+    Down: ratio 0.15 holds a scale-in of fewer than 0.15 x count replicas: from 8, a
+    step to 7 (1 < 1.2) waits, a step to 6 does not; from 4, 3 is 1 >= 0.6 and goes."""
+    up = Stabilisation(scale_up_tolerance=0.35, scale_up_tolerance_ratio=0.2)
+    assert follow_raw(up, [9.5], start=8) == [8]
+    assert follow_raw(up, [9.7], start=8) == [10]
+    assert follow_raw(up, [2.3, 2.45], start=2) == [2, 3]
+    down = Stabilisation(scale_down_tolerance_ratio=0.15)
+    held = Stabiliser(down).apply({"a": 8}, {"a": 7})
+    assert held == ({"a": 8}, {"a": "scale-down tolerance"})
+    assert Stabiliser(down).apply({"a": 8}, {"a": 6}) == ({"a": 6}, {})
+    assert Stabiliser(down).apply({"a": 4}, {"a": 3}) == ({"a": 3}, {})
+
+
+def test_the_plan_service_settings_carry_every_rule(monkeypatch):
+    from shared.settings import PlanSettings
+
+    monkeypatch.setenv("SPS_SCALE_UP_TOLERANCE_RATIO", "0.2")
+    monkeypatch.setenv("SPS_SCALE_DOWN_TOLERANCE_RATIO", "0.15")
+    monkeypatch.setenv("SPS_FOLLOW_FALLING_NEED", "true")
+    monkeypatch.setenv("SPS_SCALE_DOWN_MARGIN", "0.35")
+    rules = PlanSettings().stabilisation()
+    assert rules == Stabilisation(
+        scale_down_margin=0.35,
+        scale_up_tolerance_ratio=0.2,
+        scale_down_tolerance_ratio=0.15,
+        follow_falling_need=True,
+    )
+
+
 def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
     from shared.stabilise import Backlog
 
@@ -152,12 +200,15 @@ def test_a_preset_rides_on_the_policy_spec():
         "SPS_SCALE_DOWN_MARGIN": "0.35",
         "SPS_HOLD_ON_BACKLOG": "true",
         "SPS_SCALE_UP_TOLERANCE": "0.35",
+        "SPS_SCALE_UP_TOLERANCE_RATIO": "0.25",
+        "SPS_SCALE_DOWN_TOLERANCE_RATIO": "0.15",
+        "SPS_FOLLOW_FALLING_NEED": "true",
     }
 
 
 def test_the_plan_service_reads_the_backlog_and_raw_need_from_the_analysis():
     topo = topology.load("twitter")
-    planner = Planner(topo, scale_down_margin=0.8, hold_on_backlog=True)
+    planner = Planner(topo, rules=Stabilisation(scale_down_margin=0.8, hold_on_backlog=True))
     # every operator at 6, the policy asks 3 for a raw need of 2.6: the margin keeps
     # ceil(3.4) = 4 where nothing is queued; where 900 events wait at et 5 ms (4.5
     # replica-seconds with 0 predicted), 4 replicas cannot clear it in one interval: it
