@@ -18,6 +18,7 @@ import numpy as np
 
 from shared import topology as topology_mod
 from shared import traces
+from shared.bandit import RewardBounds, reward
 from shared.policies import make_policy
 from shared.run_metrics import edge_degradation, per_hour
 from shared.simulator import LIVE_ENGINE, EngineModel, Limits, SimulationResult, simulate
@@ -30,6 +31,7 @@ FIGURES = (
     "latency_ms",
     "latency_ms_p99",
     "rescales",
+    "reward",
 )
 
 
@@ -134,9 +136,22 @@ def live_figures(
     return figures, [int(x) for x in total]
 
 
+def run_reward(figures: dict[str, Any], goal_s: float | None = None) -> float | None:
+    """The bandit's reward (``shared.bandit.reward``, the authors' weights and bounds)
+    over a whole run, latency normalised against the goal (5 s without one): what
+    issue 15 compares ``pa-sps:auto`` with each single predictor by."""
+    lat, degr, saved = (
+        figures.get(k) for k in ("latency_ms", "throughput_degradation", "saved_resources")
+    )
+    if lat is None or degr is None or saved is None:
+        return None
+    bounds = RewardBounds(latency_ms=(0.0, 1000.0 * goal_s if goal_s else 5_000.0))
+    return reward(lat, degr, saved, bounds=bounds)
+
+
 def gap(live: dict[str, Any], sim: dict[str, Any], live_r: list[int], sim_r: list[int]) -> dict:
     out: dict[str, Any] = {}
-    for k in ("saved_resources", "throughput_degradation", "processed_ratio", "rescales"):
+    for k in ("saved_resources", "throughput_degradation", "processed_ratio", "rescales", "reward"):
         a, b = live.get(k), sim.get(k)
         out[k] = None if a is None or b is None else a - b
     a, b = live.get("latency_ms"), sim.get("latency_ms")
@@ -198,6 +213,8 @@ def run(
         live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])
         limits = Limits(t_out_s=t_out_s)
         sim, sim_r = simulated(sc, name, engine, limits, drain_s, rules, latency_goal_s)
+        for figures in (live, sim):
+            figures["reward"] = run_reward(figures, latency_goal_s)
         rows.append(
             {
                 "policy": spec,
