@@ -1,7 +1,7 @@
-"""The calm stabiliser (shared.stabilise.CALM: a 3-interval scale-down window, a 0.35
-replica margin, no scale-in while a backlog is caught up, a 0.35 replica scale-up
-tolerance) against each policy as written,
-in the simulator, on the same traces.
+"""The calm stabiliser (shared.stabilise.CALM: a 3-interval scale-down window that follows
+a steady fall, a 0.35 replica margin, no scale-in while a backlog is caught up, a scale-up
+tolerance of 0.35 replica or 0.25 x count, a scale-down tolerance of 0.15 x count)
+against each policy as written, in the simulator, on the same traces.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_stabiliser.py [--policies a,b] [--traces x,y]
 (default pa-sps:lr,pa-sps:basic on short-spikes,pasps-twitter,pasps-twitter-raw)
