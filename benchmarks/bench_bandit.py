@@ -25,7 +25,7 @@ from shared.simulator import SimulationResult, simulate
 
 def run_reward(r: SimulationResult, goal_ms: float) -> float:
     """The bandit's reward of a whole run, from the paper's metrics of it."""
-    bounds = RewardBounds(latency_ms=(0.0, goal_ms))
+    bounds = RewardBounds.for_goal(goal_ms)
     m = r.metrics
     return reward(m.latency_ms, m.throughput_degradation, m.saved_resources, bounds=bounds)
 

@@ -41,6 +41,11 @@ class RewardBounds:
     degradation: tuple[float, float] = (0.0, 0.25)
     saving: tuple[float, float] = (0.0, 0.5)
 
+    @classmethod
+    def for_goal(cls, goal_ms: float | None) -> RewardBounds:
+        """The authors' bounds with latency normalised against a goal (None: 5 s)."""
+        return cls(latency_ms=(0.0, goal_ms)) if goal_ms else cls()
+
 
 def _norm(x: float, bounds: tuple[float, float]) -> float:
     lo, hi = bounds

@@ -209,14 +209,14 @@ def stabilisation(args: argparse.Namespace) -> Any:
         return CALM
     window = math.ceil(args.scale_down_window / args.td - 1e-9)
     return Stabilisation(
-        window,
-        args.max_step,
-        args.scale_down_margin,
-        args.hold_on_backlog,
-        args.scale_up_tolerance,
-        args.scale_up_tolerance_ratio,
-        args.scale_down_tolerance_ratio,
-        args.follow_falling_need,
+        scale_down_window=window,
+        max_step=args.max_step,
+        scale_down_margin=args.scale_down_margin,
+        hold_on_backlog=args.hold_on_backlog,
+        scale_up_tolerance=args.scale_up_tolerance,
+        scale_up_tolerance_ratio=args.scale_up_tolerance_ratio,
+        scale_down_tolerance_ratio=args.scale_down_tolerance_ratio,
+        follow_falling_need=args.follow_falling_need,
     )
 
 

@@ -145,7 +145,7 @@ def run_reward(figures: dict[str, Any], goal_s: float | None = None) -> float | 
     )
     if lat is None or degr is None or saved is None:
         return None
-    bounds = RewardBounds(latency_ms=(0.0, 1000.0 * goal_s if goal_s else 5_000.0))
+    bounds = RewardBounds.for_goal(1000.0 * goal_s if goal_s else None)
     return reward(lat, degr, saved, bounds=bounds)
 
 

@@ -144,7 +144,7 @@ class PASPSAuto(PASPS):
         self._samples.append(self.window_sample(stats))
         if len(self._samples) >= self.window:
             lat, deg, sav = (sum(x) / len(self._samples) for x in zip(*self._samples, strict=True))
-            bounds = RewardBounds(latency_ms=(0.0, self.goal_ms))
+            bounds = RewardBounds.for_goal(self.goal_ms)
             self.selector.update(reward(lat, deg, sav, self.weights, bounds))
             self._samples.clear()
             assert isinstance(self.predictor, SelectedPredictor)

@@ -166,6 +166,23 @@ def test_the_plan_service_settings_carry_every_rule(monkeypatch):
     )
 
 
+def test_the_calm_preset_survives_the_trip_through_the_plan_services_environment(
+    monkeypatch,
+):
+    """compare --live hands CALM to the plan service as SPS_* variables (plan_env); the
+    service reads them back (PlanSettings): every rule arrives, the window in seconds."""
+    import dataclasses
+
+    from shared.settings import PlanSettings
+    from shared.stabilise import CALM, plan_env
+
+    for name, value in plan_env(CALM, 2.0).items():
+        monkeypatch.setenv(name, value)
+    settings = PlanSettings()
+    assert settings.scale_down_window_s == 6.0
+    assert settings.stabilisation() == dataclasses.replace(CALM, scale_down_window=0)
+
+
 def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
     from shared.stabilise import Backlog
 
