@@ -49,18 +49,30 @@ def make_plan(
     stabiliser: Stabiliser | None = None,
     backlog: Mapping[str, Backlog] | None = None,
     goal_s: float | None = None,
+    cores: float | None = None,
 ) -> Plan:
     """``backlog`` (per operator) feeds the stabiliser's backlog rule and the goal;
-    ``goal_s``: the user's latency goal, None for the policy's needs as they are."""
+    ``goal_s``: the user's latency goal, None for the policy's needs as they are;
+    ``cores``: what CPU-bound operators' replicas run on (None: not limited), so the plan
+    never counts on more of their capacity than the cores hold (``limited: cores``)."""
     asked = {n: d.replicas for n, d in analysis.operators.items()}
     limited: dict[str, str] = {}
     if goal_s is not None and backlog:
         for n, b in backlog.items():
             if n in asked and (g := goal_replicas(b, td, goal_s)) > asked[n]:
                 asked[n], limited[n] = g, "latency goal"
-    short = {op.name for op in topo.operators if asked[op.name] > op.max_replicas}
+    pool = {op.name: op.max_replicas for op in topo.operators}
+    if cores is not None:
+        for n, fit in topo.core_replicas(cores).items():
+            cap = max(1, math.floor(fit + 1e-9))
+            if cap < pool[n]:
+                pool[n] = cap
+                if asked[n] > cap:
+                    limited[n] = "cores"
+    short = {op.name for op in topo.operators if asked[op.name] > pool[op.name]}
     wanted = {
-        op.name: max(op.min_replicas, min(op.max_replicas, asked[op.name])) for op in topo.operators
+        op.name: max(min(op.min_replicas, pool[op.name]), min(pool[op.name], asked[op.name]))
+        for op in topo.operators
     }
     if stabiliser is not None:
         raw = {n: d.raw_replicas for n, d in analysis.operators.items()}

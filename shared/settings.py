@@ -46,6 +46,15 @@ class ServiceSettings(BaseSettings):
     # 0.66 s mean on short-spikes). 0: a task reads its planned offset range only. Here,
     # not in DataplaneSettings: the ingress's admission bound needs the batch length.
     task_window_s: float = Field(default=1.0, ge=0)
+    # The cores CPU-bound operators' replicas run on: the dataplane gives each replica a
+    # Spark task (a process) up to this many, and the plan never counts on more (None:
+    # this machine's; on a cluster, executors × cores).
+    cores: int | None = Field(default=None, ge=1)
+
+    def cores_or_local(self) -> int:
+        import os
+
+        return self.cores or os.cpu_count() or 1
 
     @field_validator("redis_url")
     @classmethod
@@ -117,7 +126,9 @@ class IngressSettings(ServiceSettings):
     # plan says scaling cannot meet the need (Keys.plan_short)
     latency_goal_ms: float | None = Field(default=None, gt=0)
     las_horizon_s: float = Field(default=30.0, gt=0)  # the goal averages over ~this long
-    key_field: str = "key"  # dotted path of the attribute the LAS sketches key on
+    # dotted path of the attribute the LAS sketches key on, when the topology's
+    # ``source.key`` does not say (json records only; empty: no key, LAS sheds nothing)
+    key_field: str = "key"
     write_shed: bool = False  # also write shed events to the sps.shed topic
     batch: int = Field(default=5000, ge=1)
     # consume() waits all of this when fewer than ``batch`` records are there; interval t's
@@ -162,6 +173,13 @@ class DataplaneSettings(ServiceSettings):
     # on Apache Kafka). Either only bounds what a batch reads; progress is the checkpoint.
     partition_ends: Literal["registry", "watermarks"] = "registry"
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
+    # A user's operator with on_error: dead-letter stops the dataplane (a bug, not bad
+    # input) when more than this share of its last `operator_failure_window` events raised.
+    operator_failure_share: float = Field(default=0.5, gt=0, le=1)
+    operator_failure_window: int = Field(default=200, ge=1)
+    # JSON lines of payloads to measure operators without et_ms on (default: the
+    # topology's source.sample_events or generator)
+    sample_events: str | None = None
 
 
 S = TypeVar("S", bound=ServiceSettings)

@@ -53,6 +53,9 @@ class EngineModel:
     efficiency: float = 1.0
     plan_delay: float = 0.0
     et_cv2: float = 0.0
+    # the cores CPU-bound operators' replicas run on (None: unlimited): their replicas
+    # share them (``Topology.core_replicas``), and the plan counts on no more
+    cores: float | None = None
 
 
 # Calibrated on this machine kind from the live system (README, "The live system beside
@@ -184,6 +187,8 @@ def _step_operator(
     """Queue what arrived, serve the interval with ``serving`` replicas (time-weighted;
     ``r``, the count at its end, by default), account for it; returns what completed."""
     serving = r if serving is None else serving
+    if engine.cores is not None and op.cpu_bound:  # replicas beyond the cores add nothing
+        serving = min(serving, topo.core_replicas(engine.cores)[op.name])
     rfrom = {p: sum(c.amount for c in cs) for p, cs in inbound.items()}
     recv = sum(rfrom.values())
     before = q.size
@@ -359,7 +364,9 @@ def simulate(
         analysis = policy.analyze(stats)
         b = budget_at(t) if budget_at is not None else budget
         backlog = backlogs(stats, analysis)
-        plan = make_plan(topo, analysis, active, td, b, stabiliser, backlog, latency_goal_s)
+        plan = make_plan(
+            topo, analysis, active, td, b, stabiliser, backlog, latency_goal_s, engine.cores
+        )
         short = plan.short
         pending.append(dict(plan.targets))
         arriving = pending.popleft()

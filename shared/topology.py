@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -16,23 +16,60 @@ from typing import Any
 
 import yaml
 
+from shared.pipeline.failures import ON_ERROR
+from shared.pipeline.records import SourceSpec
+
 SOURCE = "source"
+OPERATOR_KEYS = {
+    "name",
+    "et_ms",
+    "min_replicas",
+    "max_replicas",
+    "code",
+    "output",
+    "on_error",
+    "cpu_share",
+}
 
 
 class TopologyError(ValueError):
     """A topology that cannot run; the message names the operator or edge at fault."""
 
 
+# An operator whose measured CPU share (thread CPU time over wall time per event) is at
+# least this is CPU-bound: its replicas need cores (separate Spark tasks), not threads.
+CPU_BOUND_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class Operator:
+    """``et_ms``: the execution time per event; None until measured (``elastic-sps
+    benchmark``, or the dataplane at start). ``cpu_share``: the share of that time spent
+    on a CPU (measured; None: unknown, treated as waiting work). ``code``: the user's
+    ``package.module:callable`` (empty: pass events on). ``output``: the topic a sink's
+    outputs go to. ``on_error``: ``dead-letter`` or ``fail`` (shared.pipeline.failures)."""
+
     name: str
-    et_ms: float
+    et_ms: float | None
     min_replicas: int = 1
     max_replicas: int = 8
+    code: str = ""
+    output: str = ""
+    on_error: str = "dead-letter"
+    cpu_share: float | None = None
 
     @property
     def et_s(self) -> float:
+        if self.et_ms is None:
+            raise TopologyError(
+                f"operator {self.name!r} has no et_ms yet: measure it with `elastic-sps "
+                "benchmark`, or let the dataplane measure it at start"
+            )
         return self.et_ms / 1000.0
+
+    @property
+    def cpu_bound(self) -> bool:
+        return self.cpu_share is not None and self.cpu_share >= CPU_BOUND_SHARE
 
 
 @dataclass(frozen=True)
@@ -48,7 +85,8 @@ class Topology:
     operators: tuple[Operator, ...]
     edges: tuple[Edge, ...]
     description: str = ""
-    app: str = ""  # the example application whose operators run it (default: the name)
+    source: SourceSpec = field(default_factory=SourceSpec)
+    origin: str = ""  # the file it was read from (relative paths in it start there)
     _index: dict[str, Operator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -59,8 +97,31 @@ class Topology:
         return self._index[name]
 
     @property
-    def application(self) -> str:
-        return self.app or self.name
+    def measured(self) -> bool:
+        """Every operator has its et_ms."""
+        return all(op.et_ms is not None for op in self.operators)
+
+    def with_costs(self, costs: Mapping[str, tuple[float, float | None]]) -> Topology:
+        """The topology with ``costs`` (operator -> (et_ms, cpu_share)) filled in where
+        the topology left them out; declared figures stay."""
+        ops = tuple(
+            replace(
+                op,
+                et_ms=op.et_ms if op.et_ms is not None else costs[op.name][0],
+                cpu_share=op.cpu_share if op.cpu_share is not None else costs[op.name][1],
+            )
+            if op.name in costs
+            else op
+            for op in self.operators
+        )
+        return replace(self, operators=ops)
+
+    def relative(self, path: str) -> Path:
+        """A path the topology names, relative to its file's folder."""
+        p = Path(path)
+        if p.is_absolute() or not self.origin or self.origin.startswith("builtin:"):
+            return p
+        return Path(self.origin).parent / p
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -113,6 +174,22 @@ class Topology:
             longest[name] = before + self[name].et_s + per_operator_s
         return max(longest.values(), default=0.0)
 
+    def core_replicas(self, cores: float) -> dict[str, float]:
+        """The replicas each CPU-bound operator can run at once on ``cores``: the cores
+        split among the CPU-bound operators by their CPU work per input event
+        (θ_i × et_i × share_i, processor sharing), over the share of a core one replica
+        uses. Waiting operators are not listed (their replicas are threads)."""
+        work = {
+            op.name: self.static_theta[op.name] * op.et_s * (op.cpu_share or 0.0)
+            for op in self.operators
+            if op.cpu_bound
+        }
+        total = sum(work.values())
+        return {
+            n: cores * w / total / (self[n].cpu_share or 1.0) if total > 0 else float(cores)
+            for n, w in work.items()
+        }
+
     @property
     def pool_total(self) -> int:
         return sum(op.max_replicas for op in self.operators)
@@ -129,17 +206,23 @@ class Topology:
         return {
             "name": self.name,
             "description": self.description,
-            "operators": [
-                {
-                    "name": o.name,
-                    "et_ms": o.et_ms,
-                    "min_replicas": o.min_replicas,
-                    "max_replicas": o.max_replicas,
-                }
-                for o in self.operators
-            ],
+            "operators": [_operator_dict(o) for o in self.operators],
             "edges": [{"from": e.src, "to": e.dst, "fraction": e.fraction} for e in self.edges],
+            **({"source": self.source.to_dict()} if self.source.to_dict() else {}),
         }
+
+
+def _operator_dict(o: Operator) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": o.name}
+    if o.et_ms is not None:
+        out["et_ms"] = o.et_ms
+    out["min_replicas"], out["max_replicas"] = o.min_replicas, o.max_replicas
+    for k, default in (("code", ""), ("output", ""), ("on_error", "dead-letter")):
+        if getattr(o, k) != default:
+            out[k] = getattr(o, k)
+    if o.cpu_share is not None:
+        out["cpu_share"] = o.cpu_share
+    return out
 
 
 def _validate(topo: Topology) -> None:
@@ -153,8 +236,12 @@ def _validate(topo: Topology) -> None:
         if op.name in seen:
             raise TopologyError(f"{where}: declared twice")
         seen.add(op.name)
-        if not (math.isfinite(op.et_ms) and op.et_ms > 0):
+        if op.et_ms is not None and not (math.isfinite(op.et_ms) and op.et_ms > 0):
             raise TopologyError(f"{where}: et_ms must be a positive finite number, got {op.et_ms}")
+        if op.on_error not in ON_ERROR:
+            raise TopologyError(f"{where}: on_error must be one of {ON_ERROR}, got {op.on_error!r}")
+        if op.cpu_share is not None and not 0 <= op.cpu_share <= 1:
+            raise TopologyError(f"{where}: cpu_share must be within [0, 1], got {op.cpu_share}")
         if op.min_replicas < 0:
             raise TopologyError(f"{where}: min_replicas {op.min_replicas} is negative")
         if op.max_replicas < 1:
@@ -189,6 +276,11 @@ def _validate(topo: Topology) -> None:
         if op.name not in reached:
             raise TopologyError(
                 f"topology {topo.name!r}, operator {op.name!r}: no path from {SOURCE!r} reaches it"
+            )
+        if op.output and any(e.src == op.name for e in topo.edges):
+            raise TopologyError(
+                f"topology {topo.name!r}, operator {op.name!r}: only a sink writes to an "
+                f"output topic ({op.output!r}); this one has successors"
             )
 
 
@@ -226,15 +318,20 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
         if not isinstance(od, Mapping) or "name" not in od:
             raise TopologyError(f"{origin}: operators[{k}] needs a 'name'")
         where = f"{origin}: operator {od['name']!r}"
-        if "et_ms" not in od:
-            raise TopologyError(f"{where}: missing et_ms")
+        unknown = set(od) - OPERATOR_KEYS
+        if unknown:
+            raise TopologyError(f"{where}: unknown keys {sorted(unknown)}")
         try:
             operators.append(
                 Operator(
                     name=str(od["name"]),
-                    et_ms=float(od["et_ms"]),
+                    et_ms=float(od["et_ms"]) if od.get("et_ms") is not None else None,
                     min_replicas=int(od.get("min_replicas", 1)),
                     max_replicas=int(od.get("max_replicas", 8)),
+                    code=str(od.get("code", "")),
+                    output=str(od.get("output", "")),
+                    on_error=str(od.get("on_error", "dead-letter")),
+                    cpu_share=float(od["cpu_share"]) if od.get("cpu_share") is not None else None,
                 )
             )
         except (TypeError, ValueError) as exc:
@@ -251,12 +348,12 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
                 " is not a number"
             ) from exc
         edges.append(Edge(str(ed["from"]), str(ed["to"]), fraction))
+    try:
+        source = SourceSpec.from_dict(doc.get("source"))
+    except (TypeError, ValueError) as exc:
+        raise TopologyError(f"{origin}: {exc}") from exc
     return Topology(
-        name,
-        tuple(operators),
-        tuple(edges),
-        str(doc.get("description", "")),
-        str(doc.get("app", "")),
+        name, tuple(operators), tuple(edges), str(doc.get("description", "")), source, origin
     )
 
 

@@ -72,12 +72,18 @@ class TrackedProducer:
         if end > self._ends.get(key, 0):
             self._ends[key] = end
 
-    def produce(self, topic: str, value: bytes, partition: int, key: bytes | None = None) -> None:
+    def produce(
+        self, topic: str, value: bytes, partition: int | None, key: bytes | None = None
+    ) -> None:
+        """``partition`` None: the key's partition (the client's partitioner)."""
         while True:
             try:
-                self.p.produce(
-                    topic, value=value, key=key, partition=partition, on_delivery=self._report
-                )
+                if partition is None:
+                    self.p.produce(topic, value=value, key=key, on_delivery=self._report)
+                else:
+                    self.p.produce(
+                        topic, value=value, key=key, partition=partition, on_delivery=self._report
+                    )
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.p.poll(0.05)

@@ -6,14 +6,14 @@ from prometheus_client import Gauge
 
 from services.analyze.core import Analyzer
 from services.runtime import ServiceApp, ServiceMetrics
-from shared import topology
 from shared.contracts.base import encode
 from shared.contracts.stats import StatsRecord
+from shared.pipeline.costs import service_topology
 from shared.settings import AnalyzeSettings, settings_or_exit
 
 
 def build(settings: AnalyzeSettings) -> ServiceApp:
-    topo = topology.load(settings.topology)
+    topo = service_topology(settings)
     analyzer = Analyzer(
         topo, settings.policy, settings.predictor, latency_goal_ms=settings.latency_goal_ms
     )

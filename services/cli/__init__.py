@@ -19,12 +19,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from shared.embedded import PrerequisiteError
+    from shared.pipeline.operators import OperatorLoadError
     from shared.policies import PolicyConfigError
     from shared.topology import TopologyError
     from shared.traces import TraceError
 
+    bad_input = (TopologyError, TraceError, PolicyConfigError, ValueError, OperatorLoadError)
     try:
         return int(args.func(args) or 0)
-    except (TopologyError, TraceError, PolicyConfigError, ValueError) as exc:  # incl. pydantic
+    except (*bad_input, FileNotFoundError, PrerequisiteError) as exc:  # ValueError: pydantic
         print(f"elastic-sps: error: {exc}", file=sys.stderr)
         return 2

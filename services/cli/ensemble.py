@@ -30,6 +30,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             live=not args.json,
             extra_env=goal_env(args),
             warmup_s=args.warmup,
+            events_file=args.events,
         )
         if args.json:
             print(json.dumps(out["report"]))
@@ -78,6 +79,15 @@ def _goal_arguments(p: Any) -> None:
     )
 
 
+def _events_argument(p: Any) -> None:
+    p.add_argument(
+        "--events",
+        metavar="FILE",
+        help="JSON lines, one payload each, produced as plain records to the source topic "
+        "(cycled at the trace's rate; default: the topology's sample events or generator)",
+    )
+
+
 def parse_replacements(items: list[str]) -> dict[str, list[str]]:
     """``NAME=COMMAND`` items (``analyze='python -m my_analyze'``) to argv lists."""
     import shlex
@@ -111,6 +121,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         extra_env=goal_env(args),
         replace=replace,
         with_prometheus=args.prometheus,
+        events_file=args.events,
     ) as ens:
         print(f"kafka {ens.bootstrap}  redis {ens.redis_url}")
         if ens.prometheus_url:
@@ -148,8 +159,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    import uuid
-
+    from services.ensemble.demo import input_topic
     from services.ensemble.replay import played, replay
     from shared import topology, traces
     from shared.settings import ServiceSettings
@@ -157,14 +167,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     settings = ServiceSettings()
     topo = topology.load(args.topology)
     ticks = played(traces.load(args.trace), args.speedup, args.peak_rate)
+    topic = input_topic(topo, settings.topics)
     sent = replay(
         args.bootstrap or settings.kafka_bootstrap_servers,
-        settings.topics.ingress,
+        topic,
         topo,
         ticks,
-        uuid.uuid4().hex[:8],
+        events_file=args.events,
     )
-    print(f"sent {sent} events")
+    print(f"sent {sent} events to {topic}")
     return 0
 
 
@@ -173,6 +184,35 @@ def cmd_service(args: argparse.Namespace) -> int:
     import runpy
 
     runpy.run_module(f"services.{args.name}", run_name="__main__", alter_sys=True)
+    return 0
+
+
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    """Each operator's execution time and CPU share on sample events (what the dataplane
+    measures at start when a topology leaves ``et_ms`` out)."""
+    from shared import topology
+    from shared.pipeline import costs
+    from shared.pipeline.samples import sample_payloads
+
+    topo = topology.load(args.topology)
+    samples = sample_payloads(topo, args.events)
+    if samples is None:
+        raise ValueError(f"{args.topology} names no sample events: pass --events FILE")
+    measured = costs.measure(topo, samples, max_events=args.max_events)
+    rows = [
+        {**c.__dict__, "declared_et_ms": topo[c.operator].et_ms, "cpu_bound": c.cpu_share >= 0.5}
+        for c in measured.values()
+    ]
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{'operator':20s} {'et_ms':>9s} {'cpu share':>9s} {'events':>7s} {'raised':>7s}  kind")
+    for r in rows:
+        kind = "cpu-bound (replicas = tasks, up to the cores)" if r["cpu_bound"] else "waiting"
+        print(
+            f"{r['operator']:20s} {r['et_ms']:9.4f} {r['cpu_share']:9.2f} {r['events']:7d} "
+            f"{r['failed']:7d}  {kind}"
+        )
     return 0
 
 
@@ -221,6 +261,7 @@ def register(sub: Any) -> None:
         "not measured)",
     )
     p.add_argument("--json", action="store_true")
+    _events_argument(p)
     _goal_arguments(p)
     p.set_defaults(func=cmd_demo)
 
@@ -240,6 +281,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--prometheus", action="store_true", help="also run Prometheus scraping every service"
     )
+    _events_argument(p)
     _goal_arguments(p)
     p.set_defaults(func=cmd_up)
 
@@ -249,13 +291,21 @@ def register(sub: Any) -> None:
     p.add_argument("--interval", type=int, help="one interval (default: all)")
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("replay", help="produce a trace's events into sps.ingress")
+    p = sub.add_parser("replay", help="produce a trace's events into the source topic")
     p.add_argument("--topology", default="twitter_remote")
     p.add_argument("--trace", default="short-spikes")
     p.add_argument("--peak-rate", type=float)
     p.add_argument("--speedup", type=float, default=1.0)
     p.add_argument("--bootstrap", help="default SPS_KAFKA_BOOTSTRAP_SERVERS")
+    _events_argument(p)
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("benchmark", help="measure each operator's et_ms and CPU share")
+    p.add_argument("--topology", required=True, help="built-in name or YAML file")
+    _events_argument(p)
+    p.add_argument("--max-events", type=int, default=500, help="events per operator")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_benchmark)
 
     p = sub.add_parser("service", help="run one MAPE service (settings from SPS_* variables)")
     p.add_argument("name", choices=SERVICES)

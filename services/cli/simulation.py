@@ -294,17 +294,19 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from services.ensemble import live_compare
+    from services.ensemble.supervisor import measured_topology
     from shared import topology
 
-    args.topology = args.topology or "twitter_remote"
+    out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    # a topology without et_ms: measured once, and every run and forecast uses that file
+    args.topology = measured_topology(args.topology or "twitter_remote", out, args.events)
     topo = topology.load(args.topology)
     if args.peak_rate is None:
         from services.ensemble.demo import default_peak
 
         args.peak_rate = default_peak(topo)
     sc = live_compare.Scenario(args.topology, args.trace, args.duration, args.peak_rate, args.td)
-    out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
-    out.mkdir(parents=True, exist_ok=True)
     specs = [x.strip() for x in (args.policies or LIVE_DEFAULT).split(",") if x.strip()]
     env = {"SPS_T_OUT_S": str(args.t_out)} if args.t_out else {}
     if args.latency_goal_ms:  # the one goal, as `demo --latency-goal-ms`
@@ -320,6 +322,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
         t_out_s=args.t_out,
         stabilisation=rules if rules.enabled else None,
         latency_goal_s=goal_s(args),
+        events_file=args.events,
     )
     (out / "compare-live.json").write_text(json.dumps(rows, indent=1))
     png = live_compare.plot(rows, Path(args.plot) if args.plot else out / "compare-live.png")
@@ -459,6 +462,11 @@ def register(sub: Any) -> None:
         type=float,
         help="--live: seconds of traffic at a quarter of the peak before each replay "
         "(default 10; not measured)",
+    )
+    p.add_argument(
+        "--events",
+        metavar="FILE",
+        help="--live: JSON lines of payloads, produced as plain records to the source topic",
     )
     p.set_defaults(func=cmd_compare)
 

@@ -58,25 +58,44 @@ def executor_id() -> str:
     return socket.gethostname()
 
 
-def project_zip(folder: Path) -> Path:
+def user_code_roots(modules: list[str]) -> list[Path]:
+    """The folders (packages) or files (modules) the user's operator code comes from,
+    by top-level name: what an executor must import. The project's own are shipped
+    anyway; a module that cannot be found is the driver's load error, not ours."""
+    roots: list[Path] = []
+    for top in sorted({m.split(".")[0] for m in modules} - {"shared", "services"}):
+        spec = importlib.util.find_spec(top)
+        if spec is None or spec.origin in (None, "built-in", "frozen"):
+            continue
+        if spec.submodule_search_locations:
+            roots.extend(Path(p) for p in spec.submodule_search_locations)
+        else:
+            roots.append(Path(spec.origin))
+    return roots
+
+
+def project_zip(folder: Path, user_modules: list[str] | None = None) -> Path:
     """The ``shared`` and ``services`` packages (code and data files such as the built-in
-    topologies) as one zip for ``addPyFile``; the executors then import the very code the
-    driver runs, whatever their image holds."""
+    topologies) and the user's operator packages as one zip for ``addPyFile``; the
+    executors then import the very code the driver runs, whatever their image holds."""
     import services
     import shared
 
     out = folder / "elastic_sps_project.zip"
+    roots = [Path(pkg.__file__).parent for pkg in (shared, services)]  # type: ignore[arg-type]
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for pkg in (shared, services):
-            root = Path(pkg.__file__).parent  # type: ignore[arg-type]
+        for root in [*roots, *user_code_roots(user_modules or [])]:
+            if root.is_file():
+                zf.write(root, root.name)
+                continue
             for path in sorted(root.rglob("*")):
                 if path.is_file() and "__pycache__" not in path.parts:
                     zf.write(path, Path(root.name) / path.relative_to(root))
     return out
 
 
-def ship_project(spark: Any) -> Path:
-    path = project_zip(Path(tempfile.mkdtemp(prefix="sps-pyfiles-")))
+def ship_project(spark: Any, user_modules: list[str] | None = None) -> Path:
+    path = project_zip(Path(tempfile.mkdtemp(prefix="sps-pyfiles-")), user_modules)
     spark.sparkContext.addPyFile(str(path))
     return path
 

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
 from services.dataplane.observe import DataplaneCollector, health, serve
-from services.dataplane.options import topology_options
+from services.dataplane.options import resolved_topology_options
 from shared import topology as topology_mod
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
@@ -29,12 +29,27 @@ def cost_mode(settings: DataplaneSettings) -> str:
     return "cpu" if settings.synthetic_cost and settings.cost_mode == "none" else settings.cost_mode
 
 
+def cores(settings: DataplaneSettings) -> int:
+    """The cores the replicas of CPU-bound operators may use (SPS_CORES, else this
+    machine's: a cluster's executors × cores should be set)."""
+    return settings.cores or os.cpu_count() or 1
+
+
+def tasks_per_operator(settings: DataplaneSettings, op: Any) -> int:
+    """How many Spark tasks (processes) a micro-batch may serve an operator's replica
+    slots in: a CPU-bound operator's replicas need cores, so one task per replica up to
+    the cores; a waiting one's share a task as threads (``slots.py``)."""
+    return (
+        max(settings.tasks_per_query, cores(settings)) if op.cpu_bound else settings.tasks_per_query
+    )
+
+
 def spark_master(settings: DataplaneSettings, topo: Any) -> str:
     """``auto``: one task slot per task a micro-batch of each query plans, each task
     retried up to ``task_max_failures`` times (Spark's ``local[N,F]``)."""
     if settings.spark_master != "auto":
         return settings.spark_master
-    slots = len(topo.operators) * settings.tasks_per_query
+    slots = sum(tasks_per_operator(settings, op) for op in topo.operators)
     return f"local[{slots},{settings.task_max_failures}]"
 
 
@@ -56,7 +71,7 @@ def session_conf(settings: DataplaneSettings, master: str) -> dict[str, str]:
     return conf
 
 
-def spark_session(settings: DataplaneSettings, master: str) -> Any:
+def spark_session(settings: DataplaneSettings, master: str, topo: Any) -> Any:
     from pyspark.sql import SparkSession
 
     # The workers must run this interpreter (the venv with pyarrow and the project); on a
@@ -71,13 +86,13 @@ def spark_session(settings: DataplaneSettings, master: str) -> Any:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if is_cluster(master):
-        ship_project(spark)
+        ship_project(spark, [op.code.partition(":")[0] for op in topo.operators if op.code])
         check_executors(spark, max(2, spark.sparkContext.defaultParallelism))
     return spark
 
 
 def create_topics(settings: DataplaneSettings, topo: Any) -> None:
-    """One partition per replica slot of each operator's pool."""
+    """One partition per replica slot of each operator's pool; the output topics."""
     for op in topo.operators:
         ensure_topics(
             settings.kafka_bootstrap_servers,
@@ -85,21 +100,58 @@ def create_topics(settings: DataplaneSettings, topo: Any) -> None:
             partitions=op.max_replicas,
         )
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
+    outputs = sorted({op.output for op in topo.operators if op.output})
+    if outputs:
+        ensure_topics(settings.kafka_bootstrap_servers, outputs)
 
 
-def query_groups(settings: DataplaneSettings) -> list[list[str]]:
+def prepare_topology(settings: DataplaneSettings) -> Any:
+    """The topology with every operator's code checked (imported, opened, closed: a
+    module that does not import or an ``open`` that fails stops the dataplane here, with
+    one message naming the operator) and its costs: as declared, else measured on the
+    sample events and published for the other services (``shared.pipeline.costs``)."""
+    from shared.pipeline import costs
+    from shared.pipeline.operators import Context, open_operator
+    from shared.pipeline.samples import sample_payloads
+    from shared.redis_client import redis_client
+
+    topo = topology_mod.load(settings.topology)
+    r = redis_client(settings.redis_url)
+    prefix = Keys(settings.key_prefix).prefix
+    if topo.measured:
+        for op in topo.operators:
+            if op.code:
+                open_operator(op.code, op.name, Context(op.name, r, prefix)).close()
+        return topo
+    samples = sample_payloads(topo, settings.sample_events)
+    if samples is None:
+        raise SystemExit(
+            f"dataplane: {topo.name}: operators without et_ms need sample events to be "
+            "measured on (SPS_SAMPLE_EVENTS, or source.sample_events in the topology)"
+        )
+    measured = costs.measure(topo, samples, r, prefix)
+    for c in measured.values():
+        log.info("measured %s: et %.3f ms, CPU share %.2f", c.operator, c.et_ms, c.cpu_share)
+    costs.publish(r, prefix, measured)
+    return topo.with_costs(costs.as_costs(measured))
+
+
+def query_groups(settings: DataplaneSettings, topo: Any) -> list[list[str]]:
     """One query serving every operator (one micro-batch cycle per hop), or one each."""
-    names = [op.name for op in topology_mod.load(settings.topology).operators]
+    names = [op.name for op in topo.operators]
     return [names] if settings.one_query else [[n] for n in names]
 
 
-def start_query(spark: Any, settings: DataplaneSettings, ops: list[str]) -> Any:
+def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
     """The streaming query serving ``ops``; restarted, it resumes from its checkpoint."""
     label = "ops" if len(ops) > 1 else ops[0]
     df = (
         spark.readStream.format("sps_kafka")
         .option("operators", ",".join(ops))
-        .options(**topology_options(settings.topology))
+        .options(**resolved_topology_options(topo))
+        .option("cores", str(cores(settings)))
+        .option("failure_share", str(settings.operator_failure_share))
+        .option("failure_window", str(settings.operator_failure_window))
         .option("bootstrap", settings.kafka_bootstrap_servers)
         .option("redis_url", settings.redis_url)
         .option("prefix", settings.key_prefix)
@@ -129,12 +181,12 @@ def start_query(spark: Any, settings: DataplaneSettings, ops: list[str]) -> Any:
     )
 
 
-def start_queries(spark: Any, settings: DataplaneSettings) -> list[Any]:
+def start_queries(spark: Any, settings: DataplaneSettings, topo: Any) -> list[Any]:
     from services.dataplane.source import SpsKafkaSource
     from shared.redis_client import redis_client
 
     spark.dataSource.register(SpsKafkaSource)
-    queries = [start_query(spark, settings, ops) for ops in query_groups(settings)]
+    queries = [start_query(spark, settings, topo, ops) for ops in query_groups(settings, topo)]
     r = redis_client(settings.redis_url)
     prefix = Keys(settings.key_prefix).prefix
     r.rpush(f"{prefix}:dp:runs", json.dumps({q.name: q.runId for q in queries}))
@@ -195,9 +247,10 @@ def log_phases(queries: list[Any], seen: dict[str, int]) -> None:
         )
 
 
-def watch(spark: Any, settings: DataplaneSettings, queries: list[Any]) -> None:
-    """Until a query stops: restart one that failed transiently, raise on anything else."""
-    groups = query_groups(settings)
+def watch(spark: Any, settings: DataplaneSettings, topo: Any, queries: list[Any]) -> None:
+    """Until a query stops: restart one that failed transiently, raise on anything else
+    (a user's operator that fails too often is named: ``OperatorFailing``)."""
+    groups = query_groups(settings, topo)
     restarts = 0
     logged_at, logged_batch = time.monotonic(), dict[str, int]()
     while True:
@@ -218,9 +271,18 @@ def watch(spark: Any, settings: DataplaneSettings, queries: list[Any]) -> None:
                     q.name,
                     str(exc).splitlines()[0],
                 )
-                queries[k] = start_query(spark, settings, groups[k])
+                queries[k] = start_query(spark, settings, topo, groups[k])
                 continue
-            raise RuntimeError(f"query {q.name} failed: {exc}")
+            raise RuntimeError(f"query {q.name} failed: {operator_failure(str(exc))}")
+
+
+def operator_failure(text: str) -> str:
+    """A failed query's message, led by a user operator's ``OperatorFailing`` line when
+    that is why (Spark buries it in a Python traceback inside a Java one)."""
+    for line in text.splitlines():
+        if "OperatorFailing:" in line:
+            return line.split("OperatorFailing:", 1)[1].strip() + "\n" + text
+    return text
 
 
 def serve_observability(
@@ -237,16 +299,22 @@ def serve_observability(
 
 
 def run(settings: DataplaneSettings) -> None:
+    from shared.pipeline.operators import OperatorLoadError
+
     configure_logging("dataplane")
-    topo = topology_mod.load(settings.topology)
+    try:
+        topo = prepare_topology(settings)
+    except OperatorLoadError as exc:
+        log.error("%s", exc)
+        raise SystemExit(f"dataplane: {exc}") from None
     create_topics(settings, topo)
-    spark = spark_session(settings, spark_master(settings, topo))
+    spark = spark_session(settings, spark_master(settings, topo), topo)
     spark.sparkContext.setLogLevel("WARN")
-    queries = start_queries(spark, settings)
+    queries = start_queries(spark, settings, topo)
     log.info("%d queries running for %s", len(queries), topo.name)
     serve_observability(settings, topo, lambda: queries)
     try:
-        watch(spark, settings, queries)
+        watch(spark, settings, topo, queries)
     finally:
         for q in queries:
             q.stop()

@@ -20,6 +20,11 @@ def topology_options(spec: str) -> dict[str, str]:
     return {"topology": spec}
 
 
+def resolved_topology_options(topo: Any) -> dict[str, str]:
+    """A topology as the driver resolved it (measured costs included), as its text."""
+    return {"topology": topo.name, "topology_doc": yaml.safe_dump(topo.to_dict())}
+
+
 def load_topology(o: dict[str, str]) -> Any:
     from shared import topology
 

@@ -31,7 +31,6 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from services.dataplane.apps import Context, operator_fn
 from services.dataplane.cluster import executor_id
 from services.dataplane.observe import counts_key
 from services.dataplane.sample import LatencySample
@@ -43,6 +42,8 @@ from shared.envelope import BadEvent, Envelope, decode
 from shared.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
 from shared.id_ledger import IdBatch
 from shared.knowledge_base import Keys
+from shared.pipeline.failures import Failure, FailureGuard, describe
+from shared.pipeline.operators import Context, Passthrough, Runnable, normalise, open_operator
 from shared.rescale_timeline import CountWatch, active_count
 from shared.tracked_producer import TrackedProducer, read_backlog
 
@@ -156,14 +157,37 @@ class GroupRun:
             lambda: TrackedProducer(o["bootstrap"], self.r, self.keys),
         )
         self.op = self.topo[self.operator]
-        self.fn = operator_fn(self.topo, self.operator)
+        # the user's operator: opened once per worker process (a model, a client), and
+        # its failure guard outlives a batch, so a share of failures spans batches
+        self.impl: Runnable = _cached(
+            ("operator", self.operator, self.op.code, self.keys.prefix), self._open_operator
+        )
+        self.guard: FailureGuard = _cached(
+            ("guard", self.operator, self.keys.prefix),
+            lambda: FailureGuard(
+                self.operator,
+                self.op.on_error,
+                float(o.get("failure_share", "0.5")),
+                int(o.get("failure_window", "200")),
+            ),
+        )
+        self.guard_lock = threading.Lock()
         self.cost_mode = o.get("cost_mode", "none")
         self.t_out = float(o.get("t_out_s") or 0)
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
+        self.successor_names = tuple(self.successors)
         self.topic = self.keys.topic(self.operator)
         self.track_ids = o.get("track_ids") == "1"
         self._routing: dict[str, tuple[float, int, list[float]]] = {}
         self._routing_lock = threading.Lock()
+
+    def _open_operator(self) -> Runnable:
+        if not self.op.code:
+            fractions = tuple((e.dst, e.fraction) for e in self.topo.successors[self.operator])
+            return Passthrough(self.operator, fractions)
+        return open_operator(
+            self.op.code, self.operator, Context(self.operator, self.r, self.keys.prefix)
+        )
 
     def routing(self, successor: str) -> tuple[int, list[float]]:
         """The successor's active count and its replicas' utilisation from their backlog,
@@ -260,9 +284,7 @@ class SlotRun:
     def _ready(self) -> Context:
         g = self.g
         if self.ctx is None:
-            self.ctx = Context(
-                g.operator, g.r, g.keys.prefix, writes=g.r.pipeline(transaction=False)
-            )
+            self.ctx = Context(g.operator, g.r, g.keys.prefix, g.r.pipeline(transaction=False))
         if time.monotonic() - self.routed_at >= ROUTING_REFRESH_S:  # a window outlasts it
             # Rebuilt only when the count changed: a router restarted from the batch's
             # backlog snapshot every 0.2 s sent each restart's first events to the same
@@ -274,54 +296,90 @@ class SlotRun:
         return self.ctx
 
     def handle(self, msg: Any) -> None:
-        g, res, ids = self.g, self.res, self.res.ids
+        """One event through the replica's steps: decode → expire → operate → emit →
+        account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
         ctx = self._ready()
-        res.next_offset = max(res.next_offset, (msg.offset() or 0) + 1)
-        try:
-            ev = decode(msg.value())
-        except BadEvent as exc:
-            res.dead += 1
-            _dead_letter(g, self.slot.replica, msg, exc)
-            return
-        now = time.time()
-        if g.t_out and now - (ev.adm or ev.ts) > g.t_out:
-            res.expired += 1  # PA-SPS t_out: too old to be worth processing
-            if ids is not None:
-                ids.add(g.operator, "expired", ev.id)
+        self.res.next_offset = max(self.res.next_offset, (msg.offset() or 0) + 1)
+        ev = self._decode(msg)
+        if ev is None or self._expired(ev):
             return
         began = time.perf_counter()
-        ctx.event_id = ev.id
-        try:
-            outputs = [
-                (dst, ev.forward(g.operator, payload).encode())
-                for dst, payload in g.fn(ev.payload, ctx)
-            ]
-        except (BadEvent, KeyError, TypeError, ValueError) as exc:
-            # An operator's input error: the payload lacks what the operator needs.
-            res.dead += 1
-            _dead_letter(g, self.slot.replica, msg, exc)
-            if ids is not None:
-                ids.add(g.operator, "dead", ev.id)
+        outputs = self._operate(ev, ctx, msg)
+        if outputs is None:
             return
         occupied = self.clock.end(began)
+        self._emit(ev, outputs, msg.key())
+        self._account(ev, msg, occupied)
+
+    def _decode(self, msg: Any) -> Envelope | None:
+        try:
+            return decode(msg.value())
+        except BadEvent as exc:  # not an envelope: not from this project's producers
+            self.res.dead += 1
+            _dead_letter(self.g, self.slot.replica, msg, describe(exc))
+            return None
+
+    def _expired(self, ev: Envelope) -> bool:
+        g, ids = self.g, self.res.ids
+        if g.t_out and time.time() - (ev.adm or ev.ts) > g.t_out:
+            self.res.expired += 1  # PA-SPS t_out: too old to be worth processing
+            if ids is not None:
+                ids.add(g.operator, "expired", ev.id)
+            return True
+        return False
+
+    def _operate(
+        self, ev: Envelope, ctx: Context, msg: Any
+    ) -> list[tuple[str | None, bytes]] | None:
+        """The user's code on one event, its outputs encoded; ``None``: it raised, and
+        the event is dead-lettered (or the guard stops the dataplane: ``on_error``)."""
+        g = self.g
+        ctx.event_id = ev.id
+        try:
+            result = normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
+            if g.successors:
+                outputs = [(d, ev.forward(g.operator, payload).encode()) for d, payload in result]
+            elif g.op.output:  # a sink's outputs, as its output topic carries them
+                outputs = [(None, _output_record(ev.id, payload)) for _, payload in result]
+            else:
+                outputs = []
+        except Exception as exc:  # the user's code: any exception is its failure
+            failure = describe(exc)
+            with g.guard_lock:
+                g.guard.failed(failure)  # raises OperatorFailing when it must stop
+            self.res.dead += 1
+            _dead_letter(g, self.slot.replica, msg, failure, ev.id)
+            if self.res.ids is not None:
+                self.res.ids.add(g.operator, "dead", ev.id)
+            return None
+        with g.guard_lock:
+            g.guard.ok()
+        return outputs
+
+    def _account(self, ev: Envelope, msg: Any, occupied: float) -> None:
+        g, res = self.g, self.res
         res.busy += occupied
         res.processed += 1
         if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
             res.probes.append(f"{ev.id} {time.time() - ev.lasc!r}")
         if ev.adm is not None:
-            res.queuing.add(1000.0 * (now - ev.adm))
+            res.queuing.add(1000.0 * (time.time() - ev.adm))
         res.received_from[ev.src] = res.received_from.get(ev.src, 0.0) + 1
-        if g.operator in g.topo.entry_operators and isinstance(ev.payload, dict | str):
+        if g.operator in g.topo.entry_operators:
             res.las_keys.append(_las_key(msg.key(), ev))
             res.las_times.append(occupied)
-        self._emit(ev, outputs, msg.key())
-        if ids is not None:
-            ids.add(g.operator, "processed", ev.id)
+        if res.ids is not None:
+            res.ids.add(g.operator, "processed", ev.id)
         if not g.successors:
             res.latencies.add(1000.0 * (time.time() - ev.ts))
 
     def _emit(self, ev: Envelope, outputs: list[tuple[str | None, bytes]], key: Any) -> None:
         g, res = self.g, self.res
+        if not g.successors:  # a sink: its outputs go to its output topic, if it has one
+            if g.op.output:
+                for _, body in outputs:
+                    g.producer.produce(g.op.output, body, None, key)
+            return
         for dst, body in outputs:
             for s in [dst] if dst is not None else g.successors:
                 g.producer.produce(
@@ -514,14 +572,34 @@ def _las_operator(r: Any, operator: str, keys: Keys) -> Any:
     return LasOperator(pub.publish_sketch, pub.send_delta, seed=zlib.crc32(operator.encode()))
 
 
-def _dead_letter(g: GroupRun, replica: int, msg: Any, exc: Exception) -> None:
+def _output_record(event_id: str, value: Any) -> bytes:
+    """A sink's output as its topic carries it: ``{"id", "value"}`` (bytes as base64)."""
+    import orjson
+
+    return orjson.dumps({"id": event_id, "value": value}, default=_b64)
+
+
+def _b64(value: Any) -> Any:
+    if isinstance(value, bytes):
+        import base64
+
+        return base64.b64encode(value).decode()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _dead_letter(
+    g: GroupRun, replica: int, msg: Any, failure: Failure, event_id: str | None = None
+) -> None:
     raw = msg.value() or b""
     rec = DeadLetter(
         service=f"dataplane:{g.operator}",
         topic=g.topic,
         partition=replica,
         offset=msg.offset(),
-        reason=str(exc) or type(exc).__name__,
+        reason=failure.reason,
+        error_type=failure.error_type,
+        traceback=failure.frames,
+        event_id=event_id,
         payload=raw[:2000].decode("utf-8", "replace"),
         at=time.time(),
     )

@@ -107,6 +107,13 @@ class OperatorReader(DataSourceStreamReader):
 
         return Keys(self.o.get("prefix", "sps"))
 
+    def _tasks(self, op: str) -> int:
+        """A CPU-bound operator's replicas each get a task (a process: its own core) up
+        to the cores; a waiting operator's share ``tasks_per_query`` tasks as threads."""
+        if self._topology()[op].cpu_bound:
+            return max(self.tasks_per_query, int(self.o.get("cores", "1")))
+        return self.tasks_per_query
+
     def _pool(self, op: str) -> int:
         return int(self._topology()[op].max_replicas)
 
@@ -223,7 +230,7 @@ class OperatorReader(DataSourceStreamReader):
         tasks: list[InputPartition] = []
         pipe = self._redis().pipeline(transaction=False)
         for op, slots in planned.items():
-            groups = pack(slots, self.tasks_per_query, keep_idle=self.windowed)
+            groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
                 groups = [g for g in groups if g]
             tasks.extend(SlotGroup(op, g, active[op], serve_s) for g in groups)

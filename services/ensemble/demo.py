@@ -16,7 +16,7 @@ from rich.live import Live
 from services.ensemble import report as report_mod
 from services.ensemble.live_view import Feed, render
 from services.ensemble.replay import WARMUP_S, played, replay, warmup_ticks
-from services.ensemble.supervisor import up
+from services.ensemble.supervisor import measured_topology, up
 from shared import id_ledger, rescale_timeline, traces
 from shared import topology as topology_mod
 from shared.kafka_io import read_topic
@@ -48,16 +48,21 @@ def run(
     compare_static: bool = True,
     during: Callable[[Any], None] | None = None,
     warmup_s: float | None = None,
+    events_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """``during(ensemble)``, if given, runs in a thread beside the replay (the fault
     benchmark injects its fault there). ``warmup_s``: seconds of traffic at a quarter of
-    the peak before the measured replay (``replay.warmup_ticks``; default ``WARMUP_S``)."""
+    the peak before the measured replay (``replay.warmup_ticks``; default ``WARMUP_S``).
+    ``events_file``: JSON lines of payloads, produced as plain records to the source
+    topic (default: the topology's sample events or generator)."""
+    run_dir = run_dir or Path(f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    topology = measured_topology(topology, run_dir, events_file)
     topo = topology_mod.load(topology)
     trace = traces.load(trace_name)
     speedup = trace.duration_s / duration
     peak = peak_rate if peak_rate is not None else default_peak(topo)
     ticks = played(trace, speedup, peak)
-    run_dir = run_dir or Path(f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     topics = ServiceSettings().topics
     console = Console()
     # every event's fate by id, per stage (shared/id_ledger.py): the report's `lost`
@@ -68,12 +73,13 @@ def run(
                 console.print(f"{name:9s} {url}")
         r = redis_client(ens.redis_url)
         prefix = ens.env["SPS_KEY_PREFIX"]
+        source_topic = input_topic(topo, topics)
         warm = replay(
             ens.bootstrap,
-            topics.ingress,
+            source_topic,
             topo,
             warmup_ticks(WARMUP_S if warmup_s is None else warmup_s, min(peak, default_peak(topo))),
-            prefix + "w",
+            events_file=events_file,
         )
         _drain(r, prefix, topo, ens, 90, lambda: None)
         result: dict[str, int] = {}
@@ -85,13 +91,13 @@ def run(
                 "sent",
                 replay(
                     ens.bootstrap,
-                    topics.ingress,
+                    source_topic,
                     topo,
                     ticks,
-                    prefix,
                     stop,
                     sent_by_interval=sent_by_interval,
                     td=float(ens.env["SPS_TD"]),
+                    events_file=events_file,
                 ),
             ),
             daemon=True,
@@ -135,6 +141,7 @@ def run(
         stages = id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None
         completed = id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None
         changes = rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats)
+        outputs = copy_outputs(ens.bootstrap, topo, run_dir)
     rep = report_mod.build(
         topo,
         warm + result.get("sent", 0),
@@ -156,6 +163,7 @@ def run(
     rep["warmup_sent"] = warm  # in `sent`, accounted for, not measured
     rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
+    rep["outputs"] = outputs
     if compare_static:  # what the simulator says the baselines would have done
         from services.ensemble.live_compare import Scenario, simulated
         from shared.simulator import LIVE_ENGINE
@@ -194,6 +202,24 @@ def run(
         "window": measured,
         "sent_by_interval": sent_by_interval,
     }
+
+
+def input_topic(topo: topology_mod.Topology, topics: Any) -> str:
+    """Where the replay writes: the topology's first source topic, else the ingress's."""
+    return topo.source.topics[0] if topo.source.topics else str(topics.ingress)
+
+
+def copy_outputs(bootstrap: str, topo: topology_mod.Topology, run_dir: Path) -> dict[str, str]:
+    """Every output topic to ``<run_dir>/outputs/<topic>.jsonl`` (one ``{"id", "value"}``
+    a line); returns topic -> file."""
+    files = {}
+    for topic in sorted({op.output for op in topo.operators if op.output}):
+        rows = read_topic(bootstrap, topic, max_s=60)
+        path = run_dir / "outputs" / f"{topic}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        files[topic] = str(path)
+    return files
 
 
 def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) -> None:

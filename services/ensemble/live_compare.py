@@ -66,8 +66,14 @@ def simulated(
 ) -> tuple[dict[str, Any], list[int]]:
     """The simulator's forecast of the live run: the same arrivals, t_out and drain; the
     figures are ``run_metrics``'s, the definitions the live side uses too."""
+    import dataclasses
+
+    from shared.settings import ServiceSettings
+
     topo = topology_mod.load(sc.topology)
     arrivals = arrivals_per_interval(sc)
+    if engine.cores is None:  # the live run's CPU-bound replicas share these cores
+        engine = dataclasses.replace(engine, cores=ServiceSettings().cores_or_local())
     res: SimulationResult = simulate(
         topo,
         arrivals,
@@ -187,6 +193,7 @@ def run(
     t_out_s: float | None = None,
     stabilisation: Stabilisation | None = None,
     latency_goal_s: float | None = None,
+    events_file: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     from services.ensemble import demo
 
@@ -208,6 +215,7 @@ def run(
             warmup_s=warmup_s,
             extra_env={"SPS_COST_MODE": "wait", **(extra_env or {}), **calm_env},
             compare_static=False,
+            events_file=events_file,
         )
         topo = topology_mod.load(sc.topology)
         live, live_r = live_figures(topo, out["report"], out["stats"], out["sent_by_interval"])

@@ -4,31 +4,30 @@ each with a unique id and its send timestamp."""
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 from confluent_kafka import Producer
 
-from services.dataplane.apps import advertising, log, twitter
 from shared.connections import kafka_config
+from shared.pipeline.samples import record_bytes, sample_payloads
 from shared.topology import Topology
 from shared.traces import Trace
 
-KEY_FIELDS = {"twitter": "user.screen_name", "advertising": "ad_id", "log": "key"}
 
-
-def sample_events(topo: Topology, seed: int = 0) -> Iterator[Any]:
-    if topo.application == "twitter":
-        return itertools.cycle(list(twitter.generate(5000, seed)))
-    if topo.application == "advertising":
-        return itertools.cycle(list(advertising.generate(5000, seed)))
-    if topo.application == "log":
-        return itertools.cycle(list(log.generate(5000, seed)))
-    return ({"key": f"k{k % 4096}", "value": k} for k in itertools.count())
+def sample_events(
+    topo: Topology, events_file: str | Path | None = None, seed: int = 0
+) -> Iterator[bytes]:
+    """Records as a user's producer would write them to the source topic, cycled
+    (``shared.pipeline.samples``); keyed counters when the topology names no samples."""
+    fmt = topo.source.format
+    payloads = sample_payloads(topo, events_file, seed)
+    if payloads is None:
+        return (record_bytes({"key": f"k{k % 4096}", "value": k}, fmt) for k in itertools.count())
+    return itertools.cycle([record_bytes(p, fmt) for p in payloads])
 
 
 def played(trace: Trace, speedup: float, peak_eps: float | None) -> np.ndarray:
@@ -66,17 +65,19 @@ def replay(
     topic: str,
     topo: Topology,
     ticks: np.ndarray,
-    run_id: str,
     stop: threading.Event | None = None,
     seed: int = 0,
     sent_by_interval: dict[int, int] | None = None,
     td: float = 1.0,
+    events_file: str | Path | None = None,
 ) -> int:
-    """Play ``ticks`` (events per 100 ms) into ``topic``; each record's Kafka timestamp is
-    its tick's send time, which the ingress counts λ_G(t) by. ``sent_by_interval``, if
-    given, receives the events sent per interval of ``td`` seconds (the ground truth)."""
+    """Play ``ticks`` (events per 100 ms) into ``topic`` as plain records (the source's
+    format; the ingress gives each its id, by default topic/partition/offset); each
+    record's Kafka timestamp is its tick's send time, which the ingress counts λ_G(t) and
+    latency by. ``sent_by_interval``, if given, receives the events sent per interval of
+    ``td`` seconds (the ground truth)."""
     producer = Producer(kafka_config(bootstrap, **{"linger.ms": 10}))
-    events = sample_events(topo, seed)
+    events = sample_events(topo, events_file, seed)
     sent = 0
     owed = 0.0
     start = time.monotonic()
@@ -92,12 +93,10 @@ def replay(
             k_iv = int(stamp / 1000 // td)
             sent_by_interval[k_iv] = sent_by_interval.get(k_iv, 0) + whole
         for _ in range(whole):
-            doc = {"id": f"{run_id}-{sent}", "ts": now, "payload": next(events)}
+            record = next(events)
             while True:
                 try:
-                    producer.produce(
-                        topic, json.dumps(doc, separators=(",", ":")).encode(), timestamp=stamp
-                    )
+                    producer.produce(topic, record, timestamp=stamp)
                     break
                 except BufferError:
                     producer.poll(0.05)

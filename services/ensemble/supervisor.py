@@ -191,18 +191,19 @@ def up(
     extra_env: dict[str, str] | None = None,
     replace: dict[str, list[str]] | None = None,
     with_prometheus: bool = False,
+    events_file: str | Path | None = None,
 ) -> Iterator[Ensemble]:
     """Start everything; stop everything on exit, whatever happened. ``replace`` runs
     the given command instead of a built-in service (the same environment, supervised)."""
-    from services.ensemble.replay import KEY_FIELDS
     from shared import topology as topology_mod
     from shared.kafka_admin import ensure_topics
     from shared.knowledge_base import Keys
     from shared.settings import ServiceSettings
 
     check_prerequisites()
-    topo = topology_mod.load(topology)
     run_dir.mkdir(parents=True, exist_ok=True)
+    topology = measured_topology(topology, run_dir, events_file)
+    topo = topology_mod.load(topology)
     with contextlib.ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or stack.enter_context(
             embedded.kafka_broker()
@@ -224,7 +225,6 @@ def up(
             "SPS_TD": str(td),
             "SPS_POLICY": policy,
             "SPS_PREDICTOR": predictor,
-            "SPS_KEY_FIELD": KEY_FIELDS.get(topo.application, "key"),
             "SPS_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
             # wait-bound operators: capacity follows replicas on any laptop (README)
             "SPS_COST_MODE": os.environ.get("SPS_COST_MODE", "wait"),
@@ -236,6 +236,10 @@ def up(
         ensure_topics(bootstrap, topics.control())
         for op in topo.operators:
             ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
+        # the user's topics: the source (if it does not exist yet) and the outputs
+        ensure_topics(
+            bootstrap, [*topo.source.topics, *{o.output for o in topo.operators if o.output}]
+        )
         unknown = set(replace or {}) - set(SERVICES)
         if unknown:
             raise ValueError(f"cannot replace {sorted(unknown)}: services are {SERVICES}")
@@ -259,6 +263,36 @@ def up(
         threading.Thread(target=ens.supervise, name="supervisor", daemon=True).start()
         with _stop_on_signals():
             yield ens
+
+
+def measured_topology(topology: str, run_dir: Path, events_file: str | Path | None) -> str:
+    """The topology every service runs: as given when each operator declares its et_ms;
+    otherwise measured on the sample events (``events_file``, else the topology's own)
+    and written to ``<run_dir>/topology.yaml``, so all services plan on one measurement."""
+    import yaml
+
+    from shared import topology as topology_mod
+    from shared.pipeline import costs
+    from shared.pipeline.samples import sample_payloads
+
+    topo = topology_mod.load(topology)
+    if topo.measured:
+        return topology
+    samples = sample_payloads(topo, events_file)
+    if samples is None:
+        raise PrerequisiteError(
+            f"{topology}: operators without et_ms need sample events to measure them on "
+            "(--events FILE, or source.sample_events in the topology)"
+        )
+    measured = costs.measure(topo, samples)
+    for c in measured.values():
+        log.info("measured %s: et %.3f ms, CPU share %.2f", c.operator, c.et_ms, c.cpu_share)
+    doc = topo.with_costs(costs.as_costs(measured)).to_dict()
+    if topo.source.sample_events:  # keep the samples reachable from the new file's folder
+        doc["source"]["sample_events"] = str(topo.relative(topo.source.sample_events).resolve())
+    out = run_dir / "topology.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(out)
 
 
 class Stopped(SystemExit):

@@ -12,10 +12,10 @@ from prometheus_client import Gauge, Histogram
 
 from services.execute.core import Executor
 from services.runtime import ServiceApp, ServiceMetrics
-from shared import topology
 from shared.contracts.action import ActionRecord
 from shared.contracts.base import encode
 from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.pipeline.costs import service_topology
 from shared.redis_client import redis_client
 from shared.settings import ExecuteSettings, settings_or_exit
 
@@ -23,7 +23,7 @@ log = logging.getLogger("services.execute")
 
 
 def build(settings: ExecuteSettings) -> ServiceApp:
-    topo = topology.load(settings.topology)
+    topo = service_topology(settings)
     # no client-side retries: execute retries whole requests itself (redis_retry_max_s)
     client = redis_client(settings.redis_url, timeout_s=2, retries=0)
     state = {"redis_ok": True}

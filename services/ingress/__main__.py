@@ -11,13 +11,13 @@ import logging
 import signal
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
 from services.ingress.arrivals import ArrivalCounts, arrival_s
-from services.ingress.core import Gate
-from shared import topology
+from services.ingress.core import Gate, events_of
 from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
@@ -27,6 +27,7 @@ from shared.id_ledger import IdBatch
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.logs import configure_logging
+from shared.pipeline.costs import service_topology
 from shared.redis_client import redis_client
 from shared.rescale_timeline import CountWatch, active_count
 from shared.settings import IngressSettings, settings_or_exit
@@ -103,7 +104,7 @@ class Ingress:
 
     def __init__(self, settings: IngressSettings, registry: Any) -> None:
         self.s = settings
-        self.topo = topology.load(settings.topology)
+        self.topo = service_topology(settings)
         self.keys = Keys(settings.key_prefix)
         self.r = redis_client(settings.redis_url)
         # One goal: SPS_LATENCY_GOAL_MS is LAS's τ unless SPS_TAU_MS says otherwise, and
@@ -114,7 +115,6 @@ class Ingress:
             self.r,
             self.keys,
             settings.tau_ms if settings.tau_ms is not None else goal,
-            settings.key_field,
             settings.las_horizon_s,
             scale_first=goal is not None,
             goal_s=goal / 1000.0 if goal is not None else None,
@@ -139,7 +139,12 @@ class Ingress:
                 },
             )
         )
-        self.consumer.subscribe([settings.topics.ingress])
+        # the topology's source: the user's topics and record format, or sps.ingress
+        self.source = self.topo.source
+        if not self.source.key and settings.key_field and self.source.format == "json":
+            self.source = replace(self.source, key=settings.key_field)
+        self.input_topics = list(self.source.topics) or [settings.topics.ingress]
+        self.consumer.subscribe(self.input_topics)
         self._last_refresh = self._last_check = 0.0
         self.counts_seen = CountWatch(self.r, self.keys)
         self._warned_infeasible = False
@@ -223,8 +228,10 @@ class Ingress:
         with self.arrivals_lock:  # counted on arrival: the publisher thread may close t
             for m in msgs:
                 self.arrivals.add(arrival_s(m, now), "received")
-        d = self.gate.decide([m.value() for m in msgs], now)
+        events, dead = events_of(self.source, msgs, now)
+        d = self.gate.decide(events, now)
         self.produce(d, now)
+        self.dead_letter(dead, now)
         self.out.flush()
         if self.s.track_ids:  # delivered: each admitted id is now sent to its entry operators
             self.record_sent(d)
@@ -237,7 +244,7 @@ class Ingress:
             ("received", len(msgs)),
             ("admitted", len(d.admitted)),
             ("shed", len(d.shed)),
-            ("dead_lettered", len(d.dead)),
+            ("dead_lettered", len(dead)),
             ("unkeyed", d.unkeyed),
         ):
             self.metrics.add(name, v)
@@ -261,18 +268,20 @@ class Ingress:
                     partition=self.routers[e.dst].choose(),
                     key=key,
                 )
-        for raw, reason in d.dead:
+        if self.s.write_shed:
+            for raw in d.shed:
+                self.side.produce(self.s.topics.shed, raw)
+
+    def dead_letter(self, dead: list[tuple[bytes, str]], now: float) -> None:
+        for raw, reason in dead:
             rec = DeadLetter(
                 service="ingress",
-                topic=self.s.topics.ingress,
+                topic=",".join(self.input_topics),
                 reason=reason,
                 payload=raw[:2000].decode("utf-8", "replace"),
                 at=now,
             )
             self.side.produce(self.s.topics.deadletter, rec.model_dump_json().encode())
-        if self.s.write_shed:
-            for raw in d.shed:
-                self.side.produce(self.s.topics.shed, raw)
 
     def publish_on_time(self, stop: threading.Event) -> None:
         """λ_G(t) leaves as soon as t is over (plus grace), whatever the poll loop is
@@ -291,7 +300,7 @@ def main(settings: IngressSettings) -> None:
     from prometheus_client import CollectorRegistry
 
     configure_logging("ingress")
-    topo = topology.load(settings.topology)
+    topo = service_topology(settings)
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
     for op in topo.operators:
         ensure_topics(

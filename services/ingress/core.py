@@ -18,13 +18,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import orjson
 
 from shared.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
 from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
+from shared.pipeline.records import BadRecord, SourceSpec
 from shared.rescale_timeline import active_count
 from shared.sim_shedding import admissible
 from shared.simulator import LIVE_ENGINE
@@ -36,18 +36,23 @@ from shared.tracked_producer import read_backlog
 class Decision:
     admitted: list[tuple[Envelope, bytes | None]] = field(default_factory=list)
     shed: list[bytes] = field(default_factory=list)
-    dead: list[tuple[bytes, str]] = field(default_factory=list)
     unkeyed: int = 0
 
 
-def key_of(payload: Any, path: list[str]) -> str | None:
-    cur = payload
-    for part in path:
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        else:
-            return None
-    return None if cur is None or isinstance(cur, dict | list) else str(cur)
+def events_of(
+    spec: SourceSpec, msgs: list[Any], now: float
+) -> tuple[list[tuple[Envelope, str | None]], list[tuple[bytes, str]]]:
+    """The consumed records as events with their LAS keys, and the undecodable ones with
+    the reason (``shared.pipeline.records``)."""
+    events, dead = [], []
+    for m in msgs:
+        raw = m.value()
+        try:
+            _, stamp = m.timestamp()
+            events.append(spec.event(raw, m.topic(), m.partition(), m.offset(), stamp, now))
+        except BadRecord as exc:
+            dead.append((raw or b"", f"ingress: {exc}"))
+    return events, dead
 
 
 class Gate:
@@ -57,7 +62,6 @@ class Gate:
         redis: Any,
         prefix_keys: Any,
         tau_ms: float | None,
-        key_field: str,
         horizon_s: float = 30.0,
         scale_first: bool = False,
         goal_s: float | None = None,
@@ -82,7 +86,6 @@ class Gate:
         1.74-1.89 x the goal end to end."""
         self.topology = topology
         self.entry = topology.entry_operators[0]
-        self.path = key_field.split(".")
         self.redis = redis
         self.keys = prefix_keys
         self.las: CalibratedShedder | None = None
@@ -178,24 +181,9 @@ class Gate:
             "infeasible": float(self.las.infeasible),
         }
 
-    def decide(self, raws: list[bytes | None], now: float) -> Decision:
+    def decide(self, parsed: list[tuple[Envelope, str | None]], now: float) -> Decision:
+        """Admit or shed each event (with its LAS key; None: unkeyed, always admitted)."""
         out = Decision()
-        parsed: list[tuple[Envelope, str | None]] = []
-        for raw in raws:
-            try:
-                doc = orjson.loads(raw) if raw is not None else None
-                if not isinstance(doc, dict) or "payload" not in doc:
-                    raise ValueError("an ingress event is an object with a 'payload'")
-                ev = Envelope(
-                    str(doc.get("id") or f"i{time.time_ns()}"),
-                    float(doc.get("ts", now)),
-                    "source",
-                    doc["payload"],
-                )
-            except (ValueError, TypeError, UnicodeDecodeError) as exc:
-                out.dead.append((raw or b"", f"ingress: {exc}"))
-                continue
-            parsed.append((ev, key_of(ev.payload, self.path)))
         if not parsed:
             return out
         if self.las is None:

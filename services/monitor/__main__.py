@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from services.monitor.core import Closer, IntervalAggregator
 from services.runtime import ServiceApp, ServiceMetrics
-from shared import topology
 from shared.contracts.base import ContractError, encode
 from shared.contracts.metrics import OperatorCounters
 from shared.contracts.stats import StatsRecord
 from shared.knowledge_base import Keys
+from shared.pipeline.costs import service_topology
 from shared.redis_client import redis_client
 from shared.settings import MonitorSettings, settings_or_exit
 
 
 def build(settings: MonitorSettings) -> ServiceApp:
-    topo = topology.load(settings.topology)
+    topo = service_topology(settings)
     agg = IntervalAggregator(topo, settings.td)
     metrics = ServiceMetrics("monitor")
     svc = ServiceApp(

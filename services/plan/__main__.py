@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from services.plan.core import Planner, decisions
 from services.runtime import ServiceApp, ServiceMetrics
-from shared import topology
 from shared.contracts.analysis import AnalysisRecord
 from shared.contracts.base import encode
+from shared.pipeline.costs import service_topology
 from shared.settings import PlanSettings, settings_or_exit
 
 
 def build(settings: PlanSettings) -> ServiceApp:
     planner = Planner(
-        topology.load(settings.topology),
+        service_topology(settings),
         settings.budget,
         settings.stabilisation(),
         settings.scale_down_window_s,
         settings.latency_goal_ms,
+        settings.cores_or_local(),
     )
     svc = ServiceApp("plan", settings, ServiceMetrics("plan"))
     out = svc.topic(settings.topics.plans)

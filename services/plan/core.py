@@ -25,6 +25,7 @@ class Planner:
         rules: Stabilisation | None = None,
         scale_down_window_s: float = 0.0,
         latency_goal_ms: float | None = None,
+        cores: float | None = None,
     ) -> None:
         """``rules``: the stabiliser's rules but its window, which is
         ``scale_down_window_s`` (seconds; intervals once td is known)."""
@@ -33,6 +34,7 @@ class Planner:
         self.rules = rules or Stabilisation()
         self.scale_down_window_s = scale_down_window_s
         self.goal_s = latency_goal_ms / 1000.0 if latency_goal_ms is not None else None
+        self.cores = cores
         self._stabiliser: Stabiliser | None = None
         self._built = False
 
@@ -62,7 +64,15 @@ class Planner:
         backlog = {n: Backlog(o.queued, o.predicted_load, o.et_s) for n, o in rec.operators.items()}
         stabiliser = self.stabiliser(rec.td)
         p = make_plan(
-            self.topology, analysis, current, rec.td, self.budget, stabiliser, backlog, self.goal_s
+            self.topology,
+            analysis,
+            current,
+            rec.td,
+            self.budget,
+            stabiliser,
+            backlog,
+            self.goal_s,
+            self.cores,
         )
         return PlanRecord(
             plan_id=f"interval-{rec.interval}",
@@ -88,8 +98,9 @@ def decisions(
         limited_by = []
         if op.name in plan.limited:
             limited_by.append(plan.limited[op.name])
+        by_other = plan.limited.get(op.name) in ("budget", "cores")  # not the pool, then
         beyond = math.ceil(need.raw_replicas - 1e-9) > op.max_replicas
-        if beyond or (op.name in plan.short and plan.limited.get(op.name) != "budget"):
+        if beyond or (op.name in plan.short and not by_other):
             limited_by.insert(0, "pool")
         out.append(
             DecisionRecord(

@@ -25,6 +25,9 @@ class DeadLetter(Record):
     topic: str
     partition: int | None = None
     offset: int | None = None
-    reason: str
+    reason: str  # for a user's operator: "<exception type>: <message>"
     payload: str  # the first 2,000 characters of what arrived
+    error_type: str | None = None  # the exception's type, when an operator raised
+    traceback: str | None = None  # its last frames, innermost last
+    event_id: str | None = None
     at: float

@@ -31,11 +31,25 @@ def ip_projection(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     return [(None, {"ip": ev.get("ip_address", "0.0.0.0"), "event_time": ev["event_time"]})]
 
 
-def join(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
-    campaign = ctx.redis.hget(f"{ctx.prefix}:app:advertising:campaigns", ev["ad_id"])
-    if campaign is None:
-        return []  # an ad of no known campaign: the benchmark drops it
-    return [(None, {**ev, "campaign_id": campaign.decode()})]
+class Join:
+    """The ad-to-campaign join, as a class operator: ``open`` (once per worker) makes
+    sure the campaign table is in Redis and loads it, so ``process`` looks up a dict."""
+
+    def open(self, ctx: Any) -> None:
+        key = f"{ctx.prefix}:app:advertising:campaigns"
+        if ctx.redis is not None and not ctx.redis.exists(key):
+            seed_campaigns(ctx.redis, ctx.prefix)
+        raw = ctx.redis.hgetall(key) if ctx.redis is not None else {}
+        self.campaigns = {k.decode(): v.decode() for k, v in raw.items()} or CAMPAIGNS
+
+    def process(self, ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+        campaign = self.campaigns.get(ev["ad_id"])
+        if campaign is None:
+            return []  # an ad of no known campaign: the benchmark drops it
+        return [(None, {**ev, "campaign_id": campaign})]
+
+    def close(self) -> None:
+        self.campaigns = {}
 
 
 def campaign_processor(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
@@ -49,25 +63,15 @@ def ip_processor(ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     return []
 
 
-OPERATORS = {
-    "deserialize": deserialize,
-    "filter": filter_views,
-    "ad_projection": ad_projection,
-    "ip_projection": ip_projection,
-    "join": join,
-    "campaign_processor": campaign_processor,
-    "ip_processor": ip_processor,
-}
+ADS, CAMPAIGN_COUNT = 1000, 100
+CAMPAIGNS = {f"ad{k}": f"campaign{k % CAMPAIGN_COUNT}" for k in range(ADS)}
 
 
-def seed_campaigns(redis: Any, prefix: str, ads: int = 1000, campaigns: int = 100) -> None:
-    redis.hset(
-        f"{prefix}:app:advertising:campaigns",
-        mapping={f"ad{k}": f"campaign{k % campaigns}" for k in range(ads)},
-    )
+def seed_campaigns(redis: Any, prefix: str) -> None:
+    redis.hset(f"{prefix}:app:advertising:campaigns", mapping=CAMPAIGNS)
 
 
-def generate(n: int, seed: int = 0, ads: int = 1000) -> Iterator[dict[str, Any]]:
+def generate(n: int, seed: int = 0, ads: int = ADS) -> Iterator[dict[str, Any]]:
     rng = random.Random(seed)
     for k in range(n):
         yield {

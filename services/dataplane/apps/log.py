@@ -39,9 +39,6 @@ def store(e: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     return []
 
 
-OPERATORS = {"parse": parse, "template": template, "count_level": count_level, "store": store}
-
-
 def generate(n: int, seed: int = 0) -> Iterator[str]:
     rng = random.Random(seed)
     msgs = [

@@ -1,4 +1,8 @@
-"""The PA-SPS Twitter application (§4.1.1): parse, classify by content, by author, store."""
+"""The PA-SPS Twitter application (§4.1.1): parse, classify by content, by author, store.
+
+Plain functions ``(payload, ctx) -> [(successor or None, payload)]``: elastic-sps loads
+them by the ``code:`` keys of ``topology.yaml``. An operator that raises on an event has
+that event dead-lettered with the reason (``on_error``, README "Your pipeline")."""
 
 from __future__ import annotations
 
@@ -7,8 +11,6 @@ import random
 import re
 from collections.abc import Iterator
 from typing import Any
-
-from shared.envelope import BadEvent
 
 TOPICS = {
     "health": re.compile(r"\b(covid|vaccine|virus|mask|hospital)\b", re.I),
@@ -43,7 +45,7 @@ WORDS = [
 def parse(payload: Any, ctx: Any) -> list[tuple[str | None, Any]]:
     tweet = json.loads(payload) if isinstance(payload, str) else payload
     if not isinstance(tweet, dict) or not isinstance(tweet.get("text"), str):
-        raise BadEvent("parse: a tweet needs a 'text' string")
+        raise ValueError("a tweet needs a 'text' string")
     user = tweet.get("user") or {}
     return [
         (
@@ -69,16 +71,13 @@ def classify_author(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
 
 
 def store(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
-    ctx.writes.hincrby(f"{ctx.prefix}:app:twitter:counts", f"{t['topic']}:{t['author_class']}", 1)
-    return []
-
-
-OPERATORS = {
-    "parse": parse,
-    "classify_content": classify_content,
-    "classify_author": classify_author,
-    "store": store,
-}
+    """Counts per (topic, author class) in Redis (``ctx.writes``: one round trip per
+    micro-batch), and the classified tweet as the sink's output."""
+    if ctx.writes is not None:
+        ctx.writes.hincrby(
+            f"{ctx.prefix}:app:twitter:counts", f"{t['topic']}:{t['author_class']}", 1
+        )
+    return [(None, {"user": t["user"], "topic": t["topic"], "author_class": t["author_class"]})]
 
 
 def generate(n: int, seed: int = 0) -> Iterator[dict[str, Any]]:

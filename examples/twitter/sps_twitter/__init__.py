@@ -1,0 +1,1 @@
+"""The PA-SPS Twitter application as an elastic-sps user project."""

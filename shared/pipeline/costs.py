@@ -1,0 +1,168 @@
+"""What each operator costs, measured on sample events (``et_ms`` may be left out).
+
+Each operator runs, in topological order, on what its predecessors emitted for the
+sample events (the entry operators on the samples themselves): per event, the wall time
+of ``process`` plus the envelope's decode and encode (the per-event work a replica adds
+around the user's code), and the thread's CPU time over the same span. ``et_ms`` is the
+mean wall time, ``cpu_share`` CPU over wall: near 1 the work is CPU-bound (its replicas
+need cores), near 0 it waits (a remote call; replicas as threads are capacity).
+The policies then combine it with what the live operators report, as PA-SPS does:
+``max(benchmark, observed)``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shared.envelope import Envelope, decode
+from shared.pipeline.operators import Context, Passthrough, Runnable, normalise, open_operator
+from shared.topology import Topology
+
+WARMUP_EVENTS = 20  # first calls fill caches and compile regexes: not the steady cost
+MAX_EVENTS = 500
+
+
+@dataclass(frozen=True)
+class OperatorCost:
+    operator: str
+    et_ms: float
+    cpu_share: float
+    events: int  # how many events it was measured on
+    failed: int  # how many of them raised (measured without them)
+
+
+class _DiscardedWrites:
+    """``ctx.writes`` while measuring with no Redis: every write is accepted and dropped
+    (a pipeline only queues the command; the replica's round trip is per batch)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+def _instance(topo: Topology, name: str, ctx: Context) -> Runnable:
+    op = topo[name]
+    if not op.code:
+        return Passthrough(name, tuple((e.dst, e.fraction) for e in topo.successors[name]))
+    return open_operator(op.code, name, ctx)
+
+
+def measure(
+    topo: Topology,
+    samples: Iterable[Any],
+    redis: Any = None,
+    prefix: str = "sps",
+    max_events: int = MAX_EVENTS,
+) -> dict[str, OperatorCost]:
+    """Every operator's cost on (up to ``max_events`` of) ``samples``' path through the
+    DAG. Raises ``OperatorLoadError`` for code that does not import or open."""
+    inbox: dict[str, list[Any]] = {n: [] for n in topo.names}
+    first = list(samples)[: max_events + WARMUP_EVENTS]
+    for e in topo.successors["source"]:
+        inbox[e.dst].extend(first)
+    out: dict[str, OperatorCost] = {}
+    for name in topo.order:
+        writes = redis.pipeline(transaction=False) if redis is not None else _DiscardedWrites()
+        ctx = Context(name, redis, prefix, writes)
+        inst = _instance(topo, name, ctx)
+        try:
+            cost, emitted = _run(topo, name, inst, ctx, inbox[name][: max_events + WARMUP_EVENTS])
+        finally:
+            inst.close()
+        out[name] = cost
+        for dst, payload in emitted:
+            for s in [dst] if dst is not None else [e.dst for e in topo.successors[name]]:
+                inbox[s].append(payload)
+    return out
+
+
+def _run(
+    topo: Topology, name: str, inst: Runnable, ctx: Context, events: list[Any]
+) -> tuple[OperatorCost, list[tuple[str | None, Any]]]:
+    successors = tuple(e.dst for e in topo.successors[name])
+    wall = cpu = 0.0
+    timed = failed = 0
+    emitted: list[tuple[str | None, Any]] = []
+    for k, payload in enumerate(events):
+        ctx.event_id = f"sample-{k}"
+        w0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            raw = Envelope(ctx.event_id, 0.0, "source", payload).encode()
+            result = normalise(inst.process(decode(raw).payload, ctx), name, successors)
+            for _, p in result:
+                Envelope(ctx.event_id, 0.0, name, p).encode()
+        except Exception:  # the sample the operator rejects: not part of its cost
+            failed += 1
+            continue
+        w1, c1 = time.perf_counter(), time.thread_time()
+        emitted.extend(result)
+        if k >= WARMUP_EVENTS or len(events) <= WARMUP_EVENTS:
+            wall += w1 - w0
+            cpu += c1 - c0
+            timed += 1
+    if timed == 0:
+        raise ValueError(
+            f"operator {name!r}: none of its {len(events)} sample events went through "
+            f"({failed} raised); give it sample events it accepts"
+        )
+    et_ms = max(1e-3, 1000.0 * wall / timed)
+    share = min(1.0, max(0.0, cpu / wall)) if wall > 0 else 1.0
+    return OperatorCost(name, round(et_ms, 4), round(share, 3), timed, failed), emitted
+
+
+def as_costs(costs: Mapping[str, OperatorCost]) -> dict[str, tuple[float, float | None]]:
+    """``Topology.with_costs``'s argument."""
+    return {n: (c.et_ms, c.cpu_share) for n, c in costs.items()}
+
+
+def costs_key(prefix: str) -> str:
+    return f"{prefix}:costs"
+
+
+def publish(redis: Any, prefix: str, costs: Mapping[str, OperatorCost]) -> None:
+    """The measured costs in the knowledge base, for the services whose topology left
+    ``et_ms`` out (they wait for them: ``resolved``)."""
+    redis.hset(
+        costs_key(prefix),
+        mapping={n: json.dumps([c.et_ms, c.cpu_share]) for n, c in costs.items()},
+    )
+
+
+def resolved(topo: Topology, redis: Any, prefix: str, wait_s: float = 300.0) -> Topology:
+    """The topology with every operator's cost: as declared, else as the dataplane
+    measured and published it (waiting up to ``wait_s`` for it to do so)."""
+    if topo.measured:
+        return topo
+    deadline = time.monotonic() + wait_s
+    while True:
+        raw = redis.hgetall(costs_key(prefix))
+        found = {
+            (k.decode() if isinstance(k, bytes) else k): tuple(json.loads(v))
+            for k, v in raw.items()
+        }
+        if all(op.et_ms is not None or op.name in found for op in topo.operators):
+            return topo.with_costs({n: (float(v[0]), v[1]) for n, v in found.items()})
+        if time.monotonic() > deadline:
+            missing = [
+                op.name for op in topo.operators if op.et_ms is None and op.name not in found
+            ]
+            raise TimeoutError(
+                f"no measured et_ms for {missing} after {wait_s:.0f} s: the dataplane "
+                "measures them at start (or declare et_ms in the topology)"
+            )
+        time.sleep(0.5)
+
+
+def service_topology(settings: Any) -> Topology:
+    """A service's topology (``settings.topology``): with its operators' costs, waiting
+    for the dataplane's measurement when the topology leaves ``et_ms`` out."""
+    from shared import topology
+    from shared.redis_client import redis_client
+
+    topo = topology.load(settings.topology)
+    if topo.measured:
+        return topo
+    return resolved(topo, redis_client(settings.redis_url), settings.key_prefix)

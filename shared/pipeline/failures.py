@@ -1,0 +1,84 @@
+"""What happens when a user's operator raises (Kafka Streams' processing exception
+handler, quix-streams' ``on_processing_error``, as a per-operator choice).
+
+``on_error: dead-letter`` (the default): the event goes to the dead-letter topic with the
+exception's type, message and last frames, and the stream goes on. But an operator that
+fails on a large share of its events has a bug, not bad input: past ``max_share`` of the
+last ``window`` events it stops the dataplane, named. ``on_error: fail``: the first
+failure stops it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+
+ON_ERROR = ("dead-letter", "fail")
+
+
+class OperatorFailing(RuntimeError):
+    """A user's operator is broken: the dataplane stops (the message names it)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One event an operator raised on: what the dead letter carries."""
+
+    error_type: str
+    message: str
+    frames: str  # the last frames of the traceback, innermost last
+
+    @property
+    def reason(self) -> str:
+        return f"{self.error_type}: {self.message}" if self.message else self.error_type
+
+
+def describe(exc: BaseException, frames: int = 3) -> Failure:
+    tb = traceback.extract_tb(exc.__traceback__)[-frames:]
+    text = "".join(traceback.format_list(tb))
+    return Failure(type(exc).__name__, str(exc), text)
+
+
+@dataclass
+class FailureGuard:
+    """Counts an operator's outcomes over its last ``window`` events (per task, since a
+    task's worker sees a steady sample of the operator's input); ``record`` raises
+    ``OperatorFailing`` when the policy says the operator must stop."""
+
+    operator: str
+    on_error: str = "dead-letter"
+    max_share: float = 0.5
+    window: int = 200
+    _last: deque[bool] = field(default_factory=deque)
+    _failed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got {self.on_error!r}")
+        self._last = deque(maxlen=self.window)
+
+    def ok(self) -> None:
+        self._push(False)
+
+    def failed(self, failure: Failure) -> None:
+        """Raises when this failure stops the operator; otherwise the caller dead-letters."""
+        if self.on_error == "fail":
+            raise OperatorFailing(
+                f"operator {self.operator!r} raised {failure.reason} (on_error: fail)\n"
+                f"{failure.frames}"
+            )
+        self._push(True)
+        # Only a full window is judged: one bad event among the first few is not a bug.
+        if len(self._last) == self.window and self._failed > self.max_share * self.window:
+            raise OperatorFailing(
+                f"operator {self.operator!r} failed on {self._failed} of its last "
+                f"{self.window} events (more than {self.max_share:.0%}): a bug, not bad "
+                f"input; the last: {failure.reason}\n{failure.frames}"
+            )
+
+    def _push(self, failed: bool) -> None:
+        if len(self._last) == self._last.maxlen and self._last[0]:
+            self._failed -= 1
+        self._last.append(failed)
+        self._failed += failed

@@ -1,0 +1,58 @@
+"""Sample events for trying and measuring a pipeline: a JSON-lines file of payloads, the
+topology's ``source.sample_events`` file, or its ``source.generator``."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from shared.pipeline.operators import resolve
+from shared.topology import Topology
+
+GENERATED = 5000  # payloads drawn from a generator (then cycled)
+
+
+def read_events(path: Path) -> list[Any]:
+    """A JSON-lines file of payloads; a bad line is an error naming it."""
+    if not path.exists():
+        raise FileNotFoundError(f"events file {path} does not exist")
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+    return out
+
+
+def sample_payloads(
+    topo: Topology, events_file: str | Path | None = None, seed: int = 0
+) -> list[Any] | None:
+    """The payloads of ``events_file``, else of the topology's sample file or generator;
+    None when the topology names neither."""
+    src = topo.source
+    path = events_file or (topo.relative(src.sample_events) if src.sample_events else None)
+    if path is not None:
+        payloads = read_events(Path(path))
+        where = str(path)
+    elif src.generator:
+        make = resolve(src.generator, "source.generator")
+        payloads = list(itertools.islice(make(GENERATED, seed), GENERATED))
+        where = src.generator
+    else:
+        return None
+    if not payloads:
+        raise ValueError(f"{where}: no sample events")
+    return payloads
+
+
+def record_bytes(payload: Any, fmt: str) -> bytes:
+    """A payload as the source's record format carries it (a text or bytes source's
+    sample line is a JSON string)."""
+    if fmt == "json":
+        return orjson.dumps(payload)
+    return payload.encode() if isinstance(payload, str) else orjson.dumps(payload)
