@@ -27,11 +27,15 @@ prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make te
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; } \
 	  || echo "warning: prometheus could not be installed; its e2e test will be skipped"
 
-$(STAMP): pyproject.toml
+# The example user projects are installed as a user installs theirs (the built-in
+# twitter topologies name sps_twitter's operators).
+EXAMPLES := examples/twitter examples/sentiment
+
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }
 	[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' $(addprefix -e ,$(EXAMPLES))
 	touch $(STAMP)
 
 install: system-deps $(STAMP) ## create .venv and install the project with its dev tools

@@ -18,8 +18,8 @@ import time
 import uuid
 
 import redis
+from sps_twitter import operators as twitter
 
-from services.dataplane.apps import twitter
 from shared import embedded, id_ledger
 from shared.envelope import Envelope
 from shared.knowledge_base import Keys

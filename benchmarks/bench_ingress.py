@@ -12,8 +12,8 @@ import time
 import numpy as np
 import redis
 from confluent_kafka import Producer
+from sps_twitter import operators as twitter
 
-from services.dataplane.apps import twitter
 from shared import embedded
 from shared.connections import kafka_config
 from shared.knowledge_base import Keys

@@ -86,7 +86,7 @@ class Topology:
     edges: tuple[Edge, ...]
     description: str = ""
     source: SourceSpec = field(default_factory=SourceSpec)
-    origin: str = ""  # the file it was read from (relative paths in it start there)
+    origin: str = field(default="", compare=False)  # its file: relative paths start there
     _index: dict[str, Operator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

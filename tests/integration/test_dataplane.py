@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 import redis
+from sps_twitter import operators as twitter
 
-from services.dataplane.apps import twitter
 from services.execute.core import Executor
 from shared import id_ledger, rescale_timeline, topology
 from shared.contracts.plan import PlanRecord

@@ -3,6 +3,7 @@ import pytest
 from services.execute.core import Executor
 from shared import topology
 from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.envelope import Envelope
 from shared.knowledge_base import Keys
 
 pytestmark = pytest.mark.integration
@@ -110,7 +111,6 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     in the 0.5 s while a ≤ 680 x (0.5 + 1) - 260 = 760 (1,784 with the whole goal). Of
     1,000 events LAS alone admits all (parse has 8 replicas: 0.05 s of work), the bound
     760; the rest is shed, none lost. Once the plan is no longer short: no bound."""
-    import json
 
     from services.ingress.core import Gate
     from shared.tracked_producer import ends_key
@@ -123,10 +123,11 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     topic = keys.topic("classify_content")
     redis_client.hset(ends_key(keys, topic), mapping={"0": 300, "1": 300})
     goal_s = 2.0064 + 1e-9  # the 1e-9: 0.5 s left, not 0.4999...
-    gate = Gate(TOPO, redis_client, keys, 500.0, "key", scale_first=True, goal_s=goal_s, td=1.0)
+    gate = Gate(TOPO, redis_client, keys, 500.0, scale_first=True, goal_s=goal_s, td=1.0)
     gate.refresh(force=True)
     raws = [
-        json.dumps({"id": f"e{i}", "payload": {"key": f"k{i % 50}"}}).encode() for i in range(1000)
+        (Envelope(f"e{i}", 0.0, "source", {"key": f"k{i % 50}"}), f"k{i % 50}")
+        for i in range(1000)
     ]
     d = gate.decide(raws, now=0.0)
     assert len(d.admitted) == 760 and len(d.shed) == 240

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from services.dataplane import job
+from shared import topology
 from shared.settings import DataplaneSettings
 
 pytestmark = pytest.mark.unit
@@ -32,21 +33,21 @@ def test_a_worker_timeout_restarts_the_query_then_a_bug_fails_the_dataplane(monk
         StoppedQuery("ZeroDivisionError"),
     ]
 
-    def start_query(spark, settings, ops):
+    def start_query(spark, settings, topo, ops):
         started.append(ops)
         return later.pop(0)
 
     monkeypatch.setattr(job, "start_query", start_query)
     queries = [StoppedQuery("SparkException: Python worker failed to connect back.")]
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        job.watch(None, DataplaneSettings(), queries)
+        job.watch(None, DataplaneSettings(), topology.load("twitter"), queries)
     assert len(started) == 2  # two transient failures restarted, the bug was not
     assert started[0] == ["parse", "classify_content", "classify_author", "store"]
 
 
 def test_a_query_stopped_on_purpose_ends_the_watch(monkeypatch):
     monkeypatch.setattr(job.time, "sleep", lambda s: None)
-    job.watch(None, DataplaneSettings(), [StoppedQuery(None)])
+    job.watch(None, DataplaneSettings(), topology.load("twitter"), [StoppedQuery(None)])
 
 
 def test_batch_phases_say_where_a_cycle_went():

@@ -83,7 +83,9 @@ def test_the_path_time_is_the_longest_branch():
             "a -> b",
         ),
         (doc(edges=[{"from": "source", "to": "a"}]), "operator 'b': no path"),
-        (doc(ops=[{"name": "a"}, {"name": "b", "et_ms": 1}]), "'a': missing et_ms"),
+        (doc(ops=[{"name": "a", "et_ms": 1, "cost": 2}, {"name": "b"}]), "unknown keys"),
+        (doc(ops=[{"name": "a", "on_error": "ignore"}, {"name": "b"}]), "on_error must be"),
+        (doc(ops=[{"name": "a", "output": "out"}, {"name": "b"}]), "only a sink writes"),
         (
             doc(
                 ops=[
@@ -120,3 +122,35 @@ def test_yaml_file_roundtrip(tmp_path):
 def test_unknown_name_lists_builtins():
     with pytest.raises(TopologyError, match="twitter"):
         topology.load("nope")
+
+
+def test_et_ms_may_be_left_out_until_measured():
+    t = topology.from_dict(
+        {"operators": [{"name": "a"}], "edges": [{"from": "source", "to": "a"}]}, "t.yaml"
+    )
+    assert not t.measured
+    with pytest.raises(topology.TopologyError, match="'a' has no et_ms yet"):
+        _ = t["a"].et_s
+    filled = t.with_costs({"a": (2.0, 0.9)})
+    assert filled.measured and filled["a"].et_s == 0.002 and filled["a"].cpu_bound
+
+
+def test_cores_are_split_among_cpu_bound_operators_by_their_cpu_work():
+    """Two CPU-bound operators in a chain, 1 ms and 3 ms of CPU (share 1) per event, on
+    2 cores: processor sharing gives them 2 × 1/4 = 0.5 and 2 × 3/4 = 1.5 replicas' worth;
+    a waiting operator (share 0.1) is not limited."""
+    t = topology.from_dict(
+        {
+            "operators": [
+                {"name": "a", "et_ms": 1, "cpu_share": 1.0},
+                {"name": "b", "et_ms": 3, "cpu_share": 1.0},
+                {"name": "c", "et_ms": 5, "cpu_share": 0.1},
+            ],
+            "edges": [
+                {"from": "source", "to": "a"},
+                {"from": "a", "to": "b"},
+                {"from": "b", "to": "c"},
+            ],
+        }
+    )
+    assert t.core_replicas(2) == {"a": 0.5, "b": 1.5}
