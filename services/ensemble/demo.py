@@ -142,6 +142,9 @@ def run(
         completed = id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None
         changes = rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats)
         outputs = copy_outputs(ens.bootstrap, topo, run_dir)
+        deadletter = run_dir / "deadletter.jsonl"  # every dead letter, with its reason
+        dead_rows = read_topic(ens.bootstrap, topics.deadletter, max_s=30)
+        deadletter.write_text("".join(json.dumps(row) + "\n" for row in dead_rows))
     rep = report_mod.build(
         topo,
         warm + result.get("sent", 0),
@@ -164,6 +167,7 @@ def run(
     rep["restarts"] = restarts
     rep["run_dir"] = str(run_dir)
     rep["outputs"] = outputs
+    rep["deadletter"] = str(deadletter)
     if compare_static:  # what the simulator says the baselines would have done
         from services.ensemble.live_compare import Scenario, simulated
         from shared.simulator import LIVE_ENGINE

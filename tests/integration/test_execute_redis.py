@@ -126,8 +126,7 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     gate = Gate(TOPO, redis_client, keys, 500.0, scale_first=True, goal_s=goal_s, td=1.0)
     gate.refresh(force=True)
     raws = [
-        (Envelope(f"e{i}", 0.0, "source", {"key": f"k{i % 50}"}), f"k{i % 50}")
-        for i in range(1000)
+        (Envelope(f"e{i}", 0.0, "source", {"key": f"k{i % 50}"}), f"k{i % 50}") for i in range(1000)
     ]
     d = gate.decide(raws, now=0.0)
     assert len(d.admitted) == 760 and len(d.shed) == 240

@@ -1,0 +1,1 @@
+"""Review sentiment as an elastic-sps user project: a CPU-bound scikit-learn operator."""
