@@ -1,7 +1,8 @@
 """A user's own pipeline, as the README's "Your pipeline" runs it: a package written
 outside the repository, a topology naming its functions, raw JSON records (no envelope)
 on the user's own input topic, an output topic; a real broker, redis-server and Spark,
-a rescale in the middle of the stream."""
+a rescale in the middle of the stream. `square` declares its cost (5 ms an event, the
+demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ TOPOLOGY = """
 name: squares
 source: {topics: [user.readings], format: json, key: sensor, sample_events: readings.jsonl}
 operators:
-  - {name: square, code: "userpipe.ops:square", max_replicas: 4}
+  - {name: square, code: "userpipe.ops:square", max_replicas: 4, et_ms: 5}
   - {name: offset, code: "userpipe.ops:Offset", max_replicas: 4, output: user.results}
 edges:
   - {from: source, to: square}
@@ -68,7 +69,8 @@ def user_project(tmp_path_factory) -> Path:
 
 
 def _rescale_mid_stream(ens) -> None:
-    """An on-demand rescale of `square` to 3 replicas, 8 s into the replay."""
+    """An on-demand rescale of `square` to 3 replicas, 8 s into the replay (besides
+    PA-SPS's own)."""
     import uuid
 
     from confluent_kafka import Producer
@@ -94,8 +96,7 @@ def user_run(user_project, tmp_path_factory):
             topology=str(user_project / "squares.yaml"),
             trace_name="short-spikes",
             duration=30,
-            policy="static:1",
-            peak_rate=150,
+            peak_rate=400,  # square (5 ms an event) needs 2 replicas at the peak
             run_dir=tmp_path_factory.mktemp("user-run"),
             live=False,
             drain_s=90,
@@ -151,6 +152,7 @@ def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, 
 
 
 def test_the_rescale_took_effect_mid_stream(user_run):
+    assert user_run["scale_out_actions"] >= 1
     assert user_run["rescale_timeline"]["changes"] >= 1
 
 
