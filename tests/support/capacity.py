@@ -27,14 +27,23 @@ from tests.support.processes import ServiceProcess
 OPERATOR = "work"
 
 
-def topology_file(folder: Path, et_ms: float, pool: int) -> Path:
+CPU_CODE = "tests.support.cpu_work:burn"
+
+
+def topology_file(folder: Path, et_ms: float, pool: int, code: str = "") -> Path:
+    """With ``code``, the operator is that user function and its cost is left out: the
+    dataplane measures it at start on a sample file (its CPU share included)."""
     path = folder / "capacity.yaml"
+    if code:
+        (folder / "samples.jsonl").write_text("".join(f'{{"k": {k}}}\n' for k in range(100)))
+        source = "source: {sample_events: samples.jsonl}\n"
+        op = f"{{name: {OPERATOR}, code: '{code}', min_replicas: 1, max_replicas: {pool}}}"
+    else:
+        source = ""
+        op = f"{{name: {OPERATOR}, et_ms: {et_ms}, min_replicas: 1, max_replicas: {pool}}}"
     path.write_text(
-        "name: capacity\n"
-        "operators:\n"
-        f"  - {{name: {OPERATOR}, et_ms: {et_ms}, min_replicas: 1, max_replicas: {pool}}}\n"
-        "edges:\n"
-        f"  - {{from: source, to: {OPERATOR}, fraction: 1.0}}\n"
+        f"name: capacity\n{source}operators:\n  - {op}\n"
+        f"edges:\n  - {{from: source, to: {OPERATOR}, fraction: 1.0}}\n"
     )
     return path
 
@@ -70,16 +79,23 @@ class CapacityRig:
 
 @contextmanager
 def capacity_rig(
-    bootstrap: str, redis_url: str, folder: Path, et_ms: float = 5.0, pool: int = 8
+    bootstrap: str,
+    redis_url: str,
+    folder: Path,
+    et_ms: float = 5.0,
+    pool: int = 8,
+    code: str = "",
 ) -> Iterator[CapacityRig]:
+    """``code``: a user operator doing real work (cost mode none, cost measured at
+    start); otherwise a ``wait`` operator of ``et_ms``."""
     prefix = "cap" + uuid.uuid4().hex[:6]
     env = {
         "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": prefix,
-        "SPS_TOPOLOGY": str(topology_file(folder, et_ms, pool)),
+        "SPS_TOPOLOGY": str(topology_file(folder, et_ms, pool, code)),
         "SPS_TRACK_IDS": "true",
-        "SPS_COST_MODE": "wait",
+        "SPS_COST_MODE": "none" if code else "wait",
         "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
     }
     r = redis.Redis.from_url(redis_url)
