@@ -8,15 +8,21 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server openjdk-17-jre-headless
 
-.PHONY: help install system-deps prometheus demo test test-unit test-integration test-e2e lint bench clean
+# Apache Kafka's jars, from Maven Central, into a cache outside the repository
+KAFKA_HOME ?= $(HOME)/.cache/elastic-sps/kafka-4.1.1
+KAFKA_STAMP := $(KAFKA_HOME)/libs/.complete
+
+.PHONY: help install system-deps kafka prometheus demo test test-unit test-integration test-e2e lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-system-deps: ## apt-install redis-server and Java if they are missing
+system-deps: ## apt-install redis-server, Java, Maven and kcat if they are missing
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -38,7 +44,14 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	$(PY) -m pip install -q -e '.[dev]' $(addprefix -e ,$(EXAMPLES))
 	touch $(STAMP)
 
-install: system-deps $(STAMP) ## create .venv and install the project with its dev tools
+$(KAFKA_STAMP): compose/kafka/pom.xml
+	mvn -q -B -f compose/kafka/pom.xml dependency:copy-dependencies \
+	  -DoutputDirectory=$(KAFKA_HOME)/libs
+	touch $(KAFKA_STAMP)
+
+kafka: system-deps $(KAFKA_STAMP) ## fetch Apache Kafka's broker jars with Maven (the embedded broker)
+
+install: system-deps kafka $(STAMP) ## create .venv, install the project and its dev tools, fetch Kafka
 
 demo: install ## run the demo (see README)
 	$(VENV)/bin/elastic-sps demo

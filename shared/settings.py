@@ -167,11 +167,12 @@ class DataplaneSettings(ServiceSettings):
     # committed``), so nothing is processed twice.
     async_progress: bool = True
     one_query: bool = True  # every operator in one streaming query (False: one each)
-    # Where a micro-batch learns how far each partition goes: "registry", the ends the
-    # producers record from their delivery reports (the embedded broker's ListOffsets is
-    # wrong for multi-record batches); "watermarks", the broker's high watermarks (right
-    # on Apache Kafka). Either only bounds what a batch reads; progress is the checkpoint.
-    partition_ends: Literal["registry", "watermarks"] = "registry"
+    # Where a micro-batch learns how far each partition goes: "watermarks", the broker's
+    # high watermarks (one batched ListOffsets a batch; right on Apache Kafka);
+    # "registry", the ends the producers record from their delivery reports (for the
+    # Tansu broker, whose ListOffsets is wrong for multi-record batches). Either only
+    # bounds what a batch reads; progress is the checkpoint.
+    partition_ends: Literal["registry", "watermarks"] = "watermarks"
     fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
     # A user's operator with on_error: dead-letter stops the dataplane (a bug, not bad
     # input) when more than this share of its last `operator_failure_window` events raised.

@@ -84,7 +84,7 @@ class OperatorReader(DataSourceStreamReader):
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None
-        self._consumer: Any = None
+        self._admin: Any = None
         self._last_active: dict[str, int] = {}  # the counts the previous batch ran
 
     # -- driver side -------------------------------------------------------------------
@@ -131,7 +131,7 @@ class OperatorReader(DataSourceStreamReader):
 
     def _ends(self) -> dict[str, list[int]]:
         """Each operator's partition ends, from the registry or the broker (a setting)."""
-        if self.o.get("partition_ends", "registry") == "watermarks":
+        if self.o.get("partition_ends", "watermarks") == "watermarks":
             return self._watermark_ends()
         from shared.tracked_producer import ends_key
 
@@ -149,21 +149,17 @@ class OperatorReader(DataSourceStreamReader):
         return out
 
     def _watermark_ends(self) -> dict[str, list[int]]:
-        from shared.kafka_io import high_watermarks
+        from shared.kafka_io import end_offsets
 
-        if self._consumer is None:
-            from confluent_kafka import Consumer
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
 
             from shared.connections import kafka_config
 
-            self._consumer = Consumer(
-                kafka_config(self.o["bootstrap"], **{"group.id": "sps-dataplane-ends"})
-            )
+            self._admin = AdminClient(kafka_config(self.o["bootstrap"]))
         keys = self._keys()
-        return {
-            op: high_watermarks(self._consumer, keys.topic(op), self._pool(op))
-            for op in self.operators
-        }
+        ends = end_offsets(self._admin, {keys.topic(op): self._pool(op) for op in self.operators})
+        return {op: ends[keys.topic(op)] for op in self.operators}
 
     def _progress(self) -> dict[str, dict[str, int]]:
         """How far each partition was processed (``replica.publish``): with a window,

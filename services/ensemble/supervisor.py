@@ -205,8 +205,9 @@ def up(
     topology = measured_topology(topology, run_dir, events_file)
     topo = topology_mod.load(topology)
     with contextlib.ExitStack() as stack:
+        # Apache Kafka's storage in the run folder, as redis-server's (compose: volumes)
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or stack.enter_context(
-            embedded.kafka_broker()
+            embedded.kafka_broker(data_dir=run_dir / "kafka")
         )
         server = None
         if not os.environ.get("REDIS_URL"):
@@ -226,6 +227,8 @@ def up(
             "SPS_POLICY": policy,
             "SPS_PREDICTOR": predictor,
             "SPS_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
+            # Tansu's ListOffsets is wrong for multi-record batches: its producers' registry
+            **({"SPS_PARTITION_ENDS": "registry"} if embedded.broker_kind() == "tansu" else {}),
             # wait-bound operators: capacity follows replicas on any laptop (README)
             "SPS_COST_MODE": os.environ.get("SPS_COST_MODE", "wait"),
             **(extra_env or {}),
