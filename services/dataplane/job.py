@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
 from services.dataplane.observe import DataplaneCollector, health, serve
-from services.dataplane.options import resolved_topology_options
+from services.dataplane.options import CostMode, SourceOptions
 from shared import topology as topology_mod
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
@@ -25,7 +25,7 @@ from shared.settings import DataplaneSettings
 log = logging.getLogger("sps.dataplane")
 
 
-def cost_mode(settings: DataplaneSettings) -> str:
+def cost_mode(settings: DataplaneSettings) -> CostMode:
     return "cpu" if settings.synthetic_cost and settings.cost_mode == "none" else settings.cost_mode
 
 
@@ -145,30 +145,8 @@ def query_groups(settings: DataplaneSettings, topo: Any) -> list[list[str]]:
 def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
     """The streaming query serving ``ops``; restarted, it resumes from its checkpoint."""
     label = "ops" if len(ops) > 1 else ops[0]
-    df = (
-        spark.readStream.format("sps_kafka")
-        .option("operators", ",".join(ops))
-        .options(**resolved_topology_options(topo))
-        .option("cores", str(cores(settings)))
-        .option("failure_share", str(settings.operator_failure_share))
-        .option("failure_window", str(settings.operator_failure_window))
-        .option("bootstrap", settings.kafka_bootstrap_servers)
-        .option("redis_url", settings.redis_url)
-        .option("prefix", settings.key_prefix)
-        .option("td", str(settings.td))
-        .option("max_per_task", str(settings.max_events_per_task))
-        .option("cost_mode", cost_mode(settings))
-        .option("tasks_per_query", str(settings.tasks_per_query))
-        .option("max_batch_s", str(settings.max_batch_s))
-        .option("t_out_s", str(settings.t_out_s))
-        .option("task_window_s", str(settings.task_window_s))
-        .option("track_ids", "1" if settings.track_ids else "0")
-        .option("metrics_topic", settings.topics.metrics)
-        .option("fixed_replicas", str(settings.fixed_replicas or ""))
-        .option("partition_ends", settings.partition_ends)
-        .option("deadletter_topic", settings.topics.deadletter)
-        .load()
-    )
+    options = SourceOptions.build(settings, topo, ops, cost_mode(settings))
+    df = spark.readStream.format("sps_kafka").options(**options.to_spark()).load()
     return (
         df.writeStream.format("noop")
         .queryName(f"op_{label}")

@@ -1,33 +1,86 @@
-"""Helpers for the data source's options, shared by the driver and the executors."""
+"""The data source's options as one typed object: the driver builds it from the
+dataplane's settings and the resolved topology, Spark carries it to every task as one
+JSON string option (Spark's data source options are strings), and the tasks read it back
+with the same types and defaults, never parsing strings of their own."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 
-def topology_options(spec: str) -> dict[str, str]:
-    """A built-in topology travels by name; a topology file travels as its text, so an
-    executor on another machine (or in another container) needs no copy of the file."""
-    path = Path(spec)
-    if path.suffix in {".yaml", ".yml", ".json"} or path.exists():
+CostMode = Literal["none", "wait", "cpu"]
+
+
+class SourceOptions(BaseModel):
+    """What a micro-batch's planning (driver) and its tasks (executors) need."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    operators: tuple[str, ...]
+    topology_name: str
+    # the topology travels as its text, costs resolved: an executor on another machine
+    # (or in another container) needs no copy of the file, nor a measurement of its own
+    topology_doc: str
+    bootstrap: str
+    redis_url: str
+    prefix: str = "sps"
+    td: float = 1.0
+    max_per_task: int = 20_000
+    cost_mode: CostMode = "none"
+    tasks_per_query: int = 1
+    cores: int = 1  # a CPU-bound operator's replicas get a task each up to this many
+    max_batch_s: float = 1.0
+    t_out_s: float = 0.0
+    task_window_s: float = 0.0
+    track_ids: bool = False
+    las: bool = True  # the entry operators feed the LAS sketches
+    metrics_topic: str = "sps.metrics"
+    deadletter_topic: str = "sps.deadletter"
+    fixed_replicas: int | None = None
+    partition_ends: Literal["registry", "watermarks"] = "watermarks"
+    failure_share: float = 0.5
+    failure_window: int = 200
+
+    @classmethod
+    def build(
+        cls, settings: Any, topo: Any, operators: list[str], cost_mode: CostMode
+    ) -> SourceOptions:
+        """From the dataplane's settings (``shared.settings.DataplaneSettings``)."""
+        return cls(
+            operators=tuple(operators),
+            topology_name=topo.name,
+            topology_doc=yaml.safe_dump(topo.to_dict()),
+            bootstrap=settings.kafka_bootstrap_servers,
+            redis_url=settings.redis_url,
+            prefix=settings.key_prefix,
+            td=settings.td,
+            max_per_task=settings.max_events_per_task,
+            cost_mode=cost_mode,
+            tasks_per_query=settings.tasks_per_query,
+            cores=settings.cores_or_local(),
+            max_batch_s=settings.max_batch_s,
+            t_out_s=settings.t_out_s,
+            task_window_s=settings.task_window_s,
+            track_ids=settings.track_ids,
+            metrics_topic=settings.topics.metrics,
+            deadletter_topic=settings.topics.deadletter,
+            fixed_replicas=settings.fixed_replicas,
+            partition_ends=settings.partition_ends,
+            failure_share=settings.operator_failure_share,
+            failure_window=settings.operator_failure_window,
+        )
+
+    def to_spark(self) -> dict[str, str]:
+        return {"settings": self.model_dump_json()}
+
+    @classmethod
+    def from_spark(cls, options: dict[str, str]) -> SourceOptions:
+        return cls.model_validate_json(options["settings"])
+
+    def topology(self) -> Any:
         from shared import topology
 
-        topology.load(path)  # a bad file fails here, in the driver, with its own message
-        return {"topology": str(path), "topology_doc": path.read_text()}
-    return {"topology": spec}
-
-
-def resolved_topology_options(topo: Any) -> dict[str, str]:
-    """A topology as the driver resolved it (measured costs included), as its text."""
-    return {"topology": topo.name, "topology_doc": yaml.safe_dump(topo.to_dict())}
-
-
-def load_topology(o: dict[str, str]) -> Any:
-    from shared import topology
-
-    if o.get("topology_doc"):
-        return topology.from_dict(yaml.safe_load(o["topology_doc"]), o["topology"])
-    return topology.load(o["topology"])
+        return topology.from_dict(yaml.safe_load(self.topology_doc), self.topology_name)

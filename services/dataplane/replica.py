@@ -33,8 +33,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from services.dataplane.cluster import executor_id
 from services.dataplane.observe import counts_key
+from services.dataplane.options import SourceOptions
 from services.dataplane.sample import LatencySample
-from services.dataplane.slots import Slot
+from services.dataplane.slots import Slot, SlotRow
 from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
@@ -137,24 +138,21 @@ class SlotResult:
 class GroupRun:
     """What every slot of one task shares: options, clients, the operator."""
 
-    o: dict[str, str]
+    o: SourceOptions
     operator: str
     active: int
 
     def __post_init__(self) -> None:
-        from services.dataplane.options import load_topology
         from shared.redis_client import redis_client
 
         o = self.o
-        self.topo = _cached(
-            ("topo", o["topology"], o.get("topology_doc")), lambda: load_topology(o)
-        )
-        self.r = _cached(("redis", o["redis_url"]), lambda: redis_client(o["redis_url"]))
-        self.keys = Keys(o.get("prefix", "sps"))
-        self.td = float(o.get("td", "1"))
+        self.topo = _cached(("topo", o.topology_name, o.topology_doc), o.topology)
+        self.r = _cached(("redis", o.redis_url), lambda: redis_client(o.redis_url))
+        self.keys = Keys(o.prefix)
+        self.td = o.td
         self.producer: TrackedProducer = _cached(
-            ("producer", o["bootstrap"], o["redis_url"], self.keys.prefix),
-            lambda: TrackedProducer(o["bootstrap"], self.r, self.keys),
+            ("producer", o.bootstrap, o.redis_url, self.keys.prefix),
+            lambda: TrackedProducer(o.bootstrap, self.r, self.keys),
         )
         self.op = self.topo[self.operator]
         # the user's operator: opened once per worker process (a model, a client), and
@@ -167,17 +165,17 @@ class GroupRun:
             lambda: FailureGuard(
                 self.operator,
                 self.op.on_error,
-                float(o.get("failure_share", "0.5")),
-                int(o.get("failure_window", "200")),
+                o.failure_share,
+                o.failure_window,
             ),
         )
         self.guard_lock = threading.Lock()
-        self.cost_mode = o.get("cost_mode", "none")
-        self.t_out = float(o.get("t_out_s") or 0)
+        self.cost_mode = o.cost_mode
+        self.t_out = o.t_out_s
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
         self.successor_names = tuple(self.successors)
         self.topic = self.keys.topic(self.operator)
-        self.track_ids = o.get("track_ids") == "1"
+        self.track_ids = o.track_ids
         self._routing: dict[str, tuple[float, int, list[float]]] = {}
         self._routing_lock = threading.Lock()
 
@@ -217,13 +215,13 @@ class GroupRun:
         )
 
 
-def _consumer(o: dict[str, str]) -> Consumer:
+def _consumer(o: SourceOptions) -> Consumer:
     """The worker's consumer: assign only, no group (Spark's offsets are the progress)."""
     consumer: Consumer = _cached(
-        ("consumer", o["bootstrap"]),
+        ("consumer", o.bootstrap),
         lambda: Consumer(
             kafka_config(
-                o["bootstrap"],
+                o.bootstrap,
                 **{
                     "group.id": "sps-dataplane",
                     "enable.auto.commit": False,
@@ -236,7 +234,7 @@ def _consumer(o: dict[str, str]) -> Consumer:
     return consumer
 
 
-def read_slots(o: dict[str, str], topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
+def read_slots(o: SourceOptions, topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
     """Every slot's records [start, end) with one consumer (assign, no group)."""
     out: dict[int, list[Any]] = {s.replica: [] for s in slots}
     todo = {s.replica: s for s in slots if s.events}
@@ -428,7 +426,7 @@ def _threads() -> ThreadPoolExecutor:
 
 
 def feed_window(
-    o: dict[str, str],
+    o: SourceOptions,
     topic: str,
     feeds: dict[int, SimpleQueue],
     starts: dict[int, int],
@@ -472,15 +470,15 @@ def run_windowed(
 
 
 def run_group(
-    o: dict[str, str], operator: str, slots: tuple[Slot, ...], active: int, serve_s: float = 0
-) -> list[tuple[int, int, int, int, int, int, float]]:
+    o: SourceOptions, operator: str, slots: tuple[Slot, ...], active: int, serve_s: float = 0
+) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
     task window when the driver did not say)."""
     freeze_heap_once()
     began = time.monotonic()
     g = GroupRun(o, operator, active)
     records = read_slots(o, g.topic, slots)
-    window = float(o.get("task_window_s") or 0)
+    window = o.task_window_s
     if window > 0:
         results = run_windowed(g, slots, records, began + max(window, serve_s))
     elif len(slots) > 1:
@@ -491,7 +489,15 @@ def run_group(
     publish(g, results)
     by_slot = {s.replica: s for s in slots}
     return [
-        (r.replica, by_slot[r.replica].start, r.next_offset, r.processed, r.emitted, r.dead, r.busy)
+        SlotRow(
+            r.replica,
+            by_slot[r.replica].start,
+            r.next_offset,
+            r.processed,
+            r.emitted,
+            r.dead,
+            r.busy,
+        )
         for r in results
     ]
 
@@ -507,7 +513,7 @@ def publish(g: GroupRun, results: list[SlotResult]) -> None:
         # which executor served how many slots: shows tasks spread over a cluster
         pipe.hincrby(f"{g.keys.prefix}:dp:{g.operator}:executors", _cached("exec", executor_id), 1)
     las = None
-    if g.operator in g.topo.entry_operators and g.o.get("las", "1") == "1":
+    if g.operator in g.topo.entry_operators and g.o.las:
         las = _cached(
             ("las", g.operator, g.keys.prefix), lambda: _las_operator(g.r, g.operator, g.keys)
         )
@@ -520,7 +526,7 @@ def publish(g: GroupRun, results: list[SlotResult]) -> None:
         if n:  # the dataplane's /metrics reads these (observe.py)
             pipe.hincrby(counts_key(g.keys, g.operator), name, n)
     interval = int(time.time() // g.td)
-    metrics_topic = g.o.get("metrics_topic", "sps.metrics")
+    metrics_topic = g.o.metrics_topic
     for res in results:
         if res.ids is not None:
             res.ids.write(pipe)
@@ -603,6 +609,4 @@ def _dead_letter(
         payload=raw[:2000].decode("utf-8", "replace"),
         at=time.time(),
     )
-    g.producer.produce(
-        g.o.get("deadletter_topic", "sps.deadletter"), rec.model_dump_json().encode(), partition=0
-    )
+    g.producer.produce(g.o.deadletter_topic, rec.model_dump_json().encode(), partition=0)

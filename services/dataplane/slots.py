@@ -12,6 +12,24 @@ core (``tasks_per_query``). A slot that has nothing to read costs nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class SlotRow(NamedTuple):
+    """What a task reports per slot served: a row of the source's schema."""
+
+    replica: int
+    start: int
+    end: int
+    processed: int
+    emitted: int
+    dead_lettered: int
+    busy_s: float
+
+
+_SPARK_TYPES = dict(replica="INT", start="LONG", end="LONG", processed="LONG", emitted="LONG",
+                    dead_lettered="LONG", busy_s="DOUBLE")  # fmt: skip
+SLOT_ROW_SCHEMA = ", ".join(f"{name} {_SPARK_TYPES[name]}" for name in SlotRow._fields)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from services.dataplane.options import SourceOptions
 from services.dataplane.slots import (
+    SLOT_ROW_SCHEMA,
     Slot,
     capped_end,
     max_events_per_slot,
@@ -36,10 +38,7 @@ from services.dataplane.slots import (
 WARM = "@warm"
 
 
-SCHEMA = (
-    "replica INT, start LONG, end LONG, processed LONG, emitted LONG, "
-    "dead_lettered LONG, busy_s DOUBLE"
-)
+SCHEMA = SLOT_ROW_SCHEMA
 
 
 class SlotGroup(InputPartition):
@@ -53,9 +52,7 @@ class SlotGroup(InputPartition):
 
 
 class SpsKafkaSource(DataSource):
-    """Options: operators (comma-separated: one query serves them all; or operator),
-    topology (name or file), bootstrap, redis_url, prefix, td, max_per_task, cost_mode
-    (none, wait, cpu), t_out_s, tasks_per_query, max_batch_s, track_ids.
+    """One option, ``settings``: a ``SourceOptions`` as JSON (``options.py``).
 
     Offsets are ``{operator: {partition: offset}}``. Serving every operator from one query
     makes a hop cost one micro-batch cycle of one query: four chained queries on 2 cores
@@ -70,17 +67,16 @@ class SpsKafkaSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return OperatorReader(dict(self.options))
+        return OperatorReader(SourceOptions.from_spark(dict(self.options)))
 
 
 class OperatorReader(DataSourceStreamReader):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: SourceOptions) -> None:
         self.o = options
-        names = options.get("operators") or options["operator"]
-        self.operators = [n for n in names.split(",") if n]
-        self.max_per_task = int(options.get("max_per_task", "20000"))
-        self.tasks_per_query = int(options.get("tasks_per_query", "1"))
-        self.windowed = float(options.get("task_window_s") or 0) > 0
+        self.operators = list(options.operators)
+        self.max_per_task = options.max_per_task
+        self.tasks_per_query = options.tasks_per_query
+        self.windowed = options.task_window_s > 0
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None
@@ -92,34 +88,32 @@ class OperatorReader(DataSourceStreamReader):
         if self._r is None:
             from shared.redis_client import redis_client
 
-            self._r = redis_client(self.o["redis_url"])
+            self._r = redis_client(self.o.redis_url)
         return self._r
 
     def _topology(self) -> Any:
         if self._topo is None:
-            from services.dataplane.options import load_topology
-
-            self._topo = load_topology(self.o)
+            self._topo = self.o.topology()
         return self._topo
 
     def _keys(self) -> Any:
         from shared.knowledge_base import Keys
 
-        return Keys(self.o.get("prefix", "sps"))
+        return Keys(self.o.prefix)
 
     def _tasks(self, op: str) -> int:
         """A CPU-bound operator's replicas each get a task (a process: its own core) up
         to the cores; a waiting operator's share ``tasks_per_query`` tasks as threads."""
         if self._topology()[op].cpu_bound:
-            return max(self.tasks_per_query, int(self.o.get("cores", "1")))
+            return max(self.tasks_per_query, self.o.cores)
         return self.tasks_per_query
 
     def _pool(self, op: str) -> int:
         return int(self._topology()[op].max_replicas)
 
     def _active(self) -> dict[str, int]:
-        if self.o.get("fixed_replicas"):  # the benchmark's hard-coded baseline
-            return dict.fromkeys(self.operators, int(self.o["fixed_replicas"]))
+        if self.o.fixed_replicas:  # the benchmark's hard-coded baseline
+            return dict.fromkeys(self.operators, self.o.fixed_replicas)
         values = self._redis().mget([self._keys().active(op) for op in self.operators])
         from shared.rescale_timeline import active_count
 
@@ -131,7 +125,7 @@ class OperatorReader(DataSourceStreamReader):
 
     def _ends(self) -> dict[str, list[int]]:
         """Each operator's partition ends, from the registry or the broker (a setting)."""
-        if self.o.get("partition_ends", "watermarks") == "watermarks":
+        if self.o.partition_ends == "watermarks":
             return self._watermark_ends()
         from shared.tracked_producer import ends_key
 
@@ -156,7 +150,7 @@ class OperatorReader(DataSourceStreamReader):
 
             from shared.connections import kafka_config
 
-            self._admin = AdminClient(kafka_config(self.o["bootstrap"]))
+            self._admin = AdminClient(kafka_config(self.o.bootstrap))
         keys = self._keys()
         ends = end_offsets(self._admin, {keys.topic(op): self._pool(op) for op in self.operators})
         return {op: ends[keys.topic(op)] for op in self.operators}
@@ -182,9 +176,9 @@ class OperatorReader(DataSourceStreamReader):
         progress = self._progress()
         for op, ends in self._ends().items():
             cap = max_events_per_slot(
-                self.o.get("cost_mode", "none"),
+                self.o.cost_mode,
                 self._topology()[op].et_s,
-                float(self.o.get("max_batch_s", "1")),
+                self.o.max_batch_s,
                 self.max_per_task,
             )
             first = {
@@ -249,13 +243,13 @@ class OperatorReader(DataSourceStreamReader):
         """Windowed: every task of the batch serves as long as its longest planned slot."""
         if not self.windowed:
             return 0.0
-        mode = self.o.get("cost_mode", "none")
+        mode = self.o.cost_mode
         occupancy = [
             t
             for op, slots in planned.items()
             for t in planned_occupancy(slots, mode, self._topology()[op].et_s)
         ]
-        return serve_seconds(float(self.o["task_window_s"]), occupancy)
+        return serve_seconds(self.o.task_window_s, occupancy)
 
     def _record_effects(self, active: dict[str, int]) -> None:
         """This batch is the first with a changed count: the change took effect now
@@ -282,9 +276,9 @@ class OperatorReader(DataSourceStreamReader):
         ends = self._ends()
         active = self._active()
         progress = self._progress()
-        td = float(self.o.get("td", "1"))
+        td = self.o.td
         if self._producer is None:
-            self._producer = Producer(kafka_config(self.o["bootstrap"], **{"linger.ms": 0}))
+            self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
         for op in self.operators:
             done = end.get(op, {})
             queued = sum(
@@ -298,9 +292,7 @@ class OperatorReader(DataSourceStreamReader):
                 queued=queued,
                 active_replicas=active[op],
             )
-            self._producer.produce(
-                self.o.get("metrics_topic", "sps.metrics"), value=rec.model_dump_json().encode()
-            )
+            self._producer.produce(self.o.metrics_topic, value=rec.model_dump_json().encode())
         self._producer.flush(10)
 
     # -- executor side -----------------------------------------------------------------

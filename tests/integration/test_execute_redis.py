@@ -83,7 +83,7 @@ def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
     keys = Keys("short")
     ex = Executor(redis_client, TOPO, keys)
     ex.bootstrap()
-    gate = Gate(TOPO, redis_client, keys, 500.0, "key", scale_first=True)
+    gate = Gate(TOPO, redis_client, keys, 500.0, scale_first=True)
 
     def held_after(p: PlanRecord) -> bool:
         assert ex.apply(p).status == "applied"

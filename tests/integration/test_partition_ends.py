@@ -8,8 +8,11 @@ import uuid
 
 import pytest
 import redis
+import yaml
 
+from services.dataplane.options import SourceOptions
 from services.dataplane.source import OperatorReader
+from shared import topology
 from shared.kafka_admin import ensure_topics
 from shared.knowledge_base import Keys
 from shared.tracked_producer import TrackedProducer
@@ -27,15 +30,17 @@ def test_the_source_reads_partition_ends_from_the_chosen_place(kafka_bootstrap, 
     for k in range(7):  # partitions 0, 1, 2 get 3, 2, 2 records
         tracked.produce(topic, f"e{k}".encode(), partition=k % 3)
     tracked.flush()
+    topo = topology.load("twitter")
     reader = OperatorReader(
-        {
-            "operators": "parse",
-            "topology": "twitter",
-            "bootstrap": kafka_bootstrap,
-            "redis_url": redis_url,
-            "prefix": keys.prefix,
-            "partition_ends": source,
-        }
+        SourceOptions(
+            operators=("parse",),
+            topology_name=topo.name,
+            topology_doc=yaml.safe_dump(topo.to_dict()),
+            bootstrap=kafka_bootstrap,
+            redis_url=redis_url,
+            prefix=keys.prefix,
+            partition_ends=source,
+        )
     )
     assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
     if source == "watermarks":  # the registry plays no part: losing it changes nothing

@@ -13,7 +13,8 @@ from services.dataplane.cluster import (
     mismatches,
     project_zip,
 )
-from services.dataplane.options import load_topology, topology_options
+from services.dataplane.options import SourceOptions
+from shared import topology
 
 pytestmark = pytest.mark.unit
 
@@ -52,14 +53,21 @@ def test_credentials_reach_the_executors_and_nothing_else():
     }
 
 
-def test_a_topology_file_travels_as_its_text(tmp_path):
+def test_the_options_carry_the_resolved_topology_as_its_text(tmp_path):
+    """An executor elsewhere has no copy of the file, nor the driver's measurement: the
+    options carry the topology's text with its costs, typed, and read back alike."""
+    from shared.settings import DataplaneSettings
+
     path = tmp_path / "mine.yaml"
     path.write_text(
-        "name: mine\napplication: twitter\noperators:\n"
-        "  - {name: parse, et_ms: 1.0, max_replicas: 2}\n"
+        "name: mine\noperators:\n"
+        "  - {name: parse, max_replicas: 2, code: 'x.y:z'}\n"
         "edges:\n  - {from: source, to: parse}\n"
     )
-    opts = topology_options(str(path))
-    path.unlink()  # an executor elsewhere has no copy of the file
-    assert load_topology(opts)["parse"].max_replicas == 2
-    assert topology_options("twitter") == {"topology": "twitter"}
+    topo = topology.load(path).with_costs({"parse": (1.5, 0.9)})
+    opts = SourceOptions.build(DataplaneSettings(cores=3), topo, ["parse"], "none")
+    path.unlink()
+    back = SourceOptions.from_spark(opts.to_spark())
+    assert back == opts and back.cores == 3 and back.partition_ends == "watermarks"
+    parse = back.topology()["parse"]
+    assert (parse.max_replicas, parse.et_ms, parse.cpu_share, parse.code) == (2, 1.5, 0.9, "x.y:z")
