@@ -106,7 +106,7 @@ class ServiceApp:
             consumer_auto_offset_reset="earliest",
             producer_acks=-1,
             # One record per batch: the embedded broker mis-handles multi-record batches
-            # (see ../shared/ARCHITECTURE.md); control topics carry a few records/s.
+            # (measured on the Tansu broker); control topics carry a few records/s.
             producer_max_batch_size=1,
             producer_linger=0.0,
         )

@@ -1,10 +1,13 @@
 """The true end of every dataplane partition, recorded by the producers themselves.
 
-The embedded broker's ListOffsets is wrong for multi-record batches (see
-../shared/ARCHITECTURE.md), and every dataplane topic is written by this project's code:
-each producer reads the exact offset of each record from its delivery reports and raises
-``{prefix}:ends:{topic}`` (a hash partition -> end) with a max-update, so several
-producers writing one partition never move an end backwards.
+Every dataplane topic is written by this project's code: each producer reads the exact
+offset of each record from its delivery reports and raises ``{prefix}:ends:{topic}`` (a
+hash partition -> end) with a max-update, so several producers writing one partition
+never move an end backwards. Why it stays with Apache Kafka as the broker: the routers
+and the ingress read every successor's backlog (end - committed) every 0.2 s from one
+Redis pipeline; the broker's watermarks would cost a ListOffsets round trip each time.
+With the Tansu broker (``SPS_EMBEDDED_BROKER=tansu``) it is also the only right source
+of partition ends: Tansu's ListOffsets is wrong for multi-record batches.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[st
         .queryName(f"op_{label}")
         .option("checkpointLocation", str(Path(settings.checkpoint_dir) / label))
         # walCommit + commitOffsets were ~300 of a 457 ms cycle with 4 queries
-        # (ARCHITECTURE.md): write the offset log off the batch's critical path.
+        # (measured, 2 cores): write the offset log off the batch's critical path.
         .option("asyncProgressTrackingEnabled", str(settings.async_progress).lower())
         .trigger(processingTime=f"{int(settings.trigger_ms)} milliseconds")
         .start()

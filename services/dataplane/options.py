@@ -10,7 +10,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-
 CostMode = Literal["none", "wait", "cpu"]
 
 

@@ -48,25 +48,33 @@ from shared.pipeline.operators import Context, Passthrough, Runnable, normalise,
 from shared.rescale_timeline import CountWatch, active_count
 from shared.tracked_producer import TrackedProducer, read_backlog
 
-_CACHE: dict[Any, Any] = {}
-_FROZEN = [False]
+
+class WorkerState:
+    """What outlives a task in a reused Spark Python worker: its clients, the opened
+    user operators, their failure guards, the LAS sketch state. One per worker process
+    (``WORKER``): Spark unpickles a fresh reader for every task, so nothing else lasts."""
+
+    def __init__(self) -> None:
+        self._held: dict[Any, Any] = {}
+        self._frozen = False
+
+    def get(self, key: Any, make: Any) -> Any:
+        if key not in self._held:
+            self._held[key] = make()
+        return self._held[key]
+
+    def freeze_heap_once(self) -> None:
+        """pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; a
+        full collection over this project's modules cost ~60 ms per task, 84 % of the
+        worker's CPU (measured with py-spy). Moving what is loaded now into the permanent
+        generation makes those collections ~free."""
+        if not self._frozen:
+            gc.collect()
+            gc.freeze()
+            self._frozen = True
 
 
-def _cached(key: Any, make: Any) -> Any:
-    if key not in _CACHE:
-        _CACHE[key] = make()
-    return _CACHE[key]
-
-
-def freeze_heap_once() -> None:
-    """pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; a full
-    collection over this project's modules cost ~60 ms per task, 84 % of the worker's CPU
-    (py-spy, ARCHITECTURE.md). Moving what is loaded now into the permanent generation
-    makes those collections ~free."""
-    if not _FROZEN[0]:
-        gc.collect()
-        gc.freeze()
-        _FROZEN[0] = True
+WORKER = WorkerState()
 
 
 def _spin(seconds: float) -> None:
@@ -146,21 +154,21 @@ class GroupRun:
         from shared.redis_client import redis_client
 
         o = self.o
-        self.topo = _cached(("topo", o.topology_name, o.topology_doc), o.topology)
-        self.r = _cached(("redis", o.redis_url), lambda: redis_client(o.redis_url))
+        self.topo = WORKER.get(("topo", o.topology_name, o.topology_doc), o.topology)
+        self.r = WORKER.get(("redis", o.redis_url), lambda: redis_client(o.redis_url))
         self.keys = Keys(o.prefix)
         self.td = o.td
-        self.producer: TrackedProducer = _cached(
+        self.producer: TrackedProducer = WORKER.get(
             ("producer", o.bootstrap, o.redis_url, self.keys.prefix),
             lambda: TrackedProducer(o.bootstrap, self.r, self.keys),
         )
         self.op = self.topo[self.operator]
         # the user's operator: opened once per worker process (a model, a client), and
         # its failure guard outlives a batch, so a share of failures spans batches
-        self.impl: Runnable = _cached(
+        self.impl: Runnable = WORKER.get(
             ("operator", self.operator, self.op.code, self.keys.prefix), self._open_operator
         )
-        self.guard: FailureGuard = _cached(
+        self.guard: FailureGuard = WORKER.get(
             ("guard", self.operator, self.keys.prefix),
             lambda: FailureGuard(
                 self.operator,
@@ -204,7 +212,7 @@ class GroupRun:
             backlog = read_backlog(self.r, self.keys, successor, op.max_replicas)
             util = backlog_utilisation(backlog[:n], op.et_s, self.td)
             self._routing[successor] = (time.monotonic(), n, util)
-        watch = _cached(("counts_seen", self.keys.prefix), lambda: CountWatch(self.r, self.keys))
+        watch = WORKER.get(("counts_seen", self.keys.prefix), lambda: CountWatch(self.r, self.keys))
         watch.see(successor, n)  # one per worker: its tasks' routers share what they saw
         return n, util
 
@@ -217,7 +225,7 @@ class GroupRun:
 
 def _consumer(o: SourceOptions) -> Consumer:
     """The worker's consumer: assign only, no group (Spark's offsets are the progress)."""
-    consumer: Consumer = _cached(
+    consumer: Consumer = WORKER.get(
         ("consumer", o.bootstrap),
         lambda: Consumer(
             kafka_config(
@@ -421,7 +429,7 @@ def serve_slot(
 
 def _threads() -> ThreadPoolExecutor:
     """The worker's slot threads (a ``wait``-bound slot releases the GIL while occupied)."""
-    pool: ThreadPoolExecutor = _cached("threads", lambda: ThreadPoolExecutor(max_workers=64))
+    pool: ThreadPoolExecutor = WORKER.get("threads", lambda: ThreadPoolExecutor(max_workers=64))
     return pool
 
 
@@ -474,7 +482,7 @@ def run_group(
 ) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
     task window when the driver did not say)."""
-    freeze_heap_once()
+    WORKER.freeze_heap_once()
     began = time.monotonic()
     g = GroupRun(o, operator, active)
     records = read_slots(o, g.topic, slots)
@@ -511,10 +519,11 @@ def publish(g: GroupRun, results: list[SlotResult]) -> None:
     if done:  # one task per partition per batch, batches in order: a plain HSET
         pipe.hset(g.keys.committed(g.operator), mapping=done)
         # which executor served how many slots: shows tasks spread over a cluster
-        pipe.hincrby(f"{g.keys.prefix}:dp:{g.operator}:executors", _cached("exec", executor_id), 1)
+        served_by = WORKER.get("exec", executor_id)
+        pipe.hincrby(f"{g.keys.prefix}:dp:{g.operator}:executors", served_by, 1)
     las = None
     if g.operator in g.topo.entry_operators and g.o.las:
-        las = _cached(
+        las = WORKER.get(
             ("las", g.operator, g.keys.prefix), lambda: _las_operator(g.r, g.operator, g.keys)
         )
     totals = {

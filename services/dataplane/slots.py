@@ -1,8 +1,8 @@
 """How a micro-batch's replica slots are packed into Spark tasks.
 
 A replica is a unit of capacity, not a Spark task: one task per replica per micro-batch
-costs ~35 ms of a 2-core machine whatever it reads (../shared/ARCHITECTURE.md, "Where a
-micro-batch's time goes"), so a query's cycle grew linearly with its active replicas and
+costs ~35 ms of a 2-core machine whatever it reads (measured, local[2]), so a query's
+cycle grew linearly with its active replicas and
 scaling out *cost* latency. Instead each task serves a group of replica slots, each slot
 in its own thread (``replica.run_group``): a ``wait``-bound replica releases the GIL while
 occupied, so slots in one task run concurrently; ``cpu``-bound operators get one task per

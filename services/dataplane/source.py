@@ -57,7 +57,7 @@ class SpsKafkaSource(DataSource):
     Offsets are ``{operator: {partition: offset}}``. Serving every operator from one query
     makes a hop cost one micro-batch cycle of one query: four chained queries on 2 cores
     ran in lock-step at ~460 ms a cycle and an output often missed the downstream batch in
-    flight (1.15-1.7 cycles a hop, ARCHITECTURE.md)."""
+    flight (1.15-1.7 cycles a hop, measured on a 2-core machine)."""
 
     @classmethod
     def name(cls) -> str:

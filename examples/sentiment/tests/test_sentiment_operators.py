@@ -3,7 +3,6 @@
 from types import SimpleNamespace
 
 import pytest
-
 from sps_sentiment.operators import Score, parse, reviews
 
 

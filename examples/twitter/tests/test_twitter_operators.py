@@ -3,7 +3,6 @@
 from types import SimpleNamespace
 
 import pytest
-
 from sps_twitter.operators import classify_author, classify_content, generate, parse, store
 
 
