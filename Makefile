@@ -12,7 +12,7 @@ APT_PACKAGES := redis-server openjdk-17-jre-headless
 KAFKA_HOME ?= $(HOME)/.cache/elastic-sps/kafka-4.1.1
 KAFKA_STAMP := $(KAFKA_HOME)/libs/.complete
 
-.PHONY: help install system-deps kafka prometheus demo test test-unit test-integration test-e2e lint bench clean
+.PHONY: help install system-deps kafka docker-deps prometheus demo test test-containers test-unit test-integration test-e2e lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -26,6 +26,13 @@ system-deps: ## apt-install redis-server, Java, Maven and kcat if they are missi
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+docker-deps: ## as root: apt-install Docker's engine, debootstrap and Debian's docker-compose (for compose and testcontainers)
+	@if [ "$$(id -u)" = 0 ] && ! command -v dockerd >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    docker.io debootstrap iptables docker-compose >/dev/null || \
+	    echo "warning: Docker could not be installed; the compose test will be skipped"; \
 	fi
 
 prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make test does too)
@@ -56,8 +63,22 @@ install: system-deps kafka $(STAMP) ## create .venv, install the project and its
 demo: install ## run the demo (see README)
 	$(VENV)/bin/elastic-sps demo
 
-test: install prometheus ## run unit, integration and e2e tests
-	$(PY) -m pytest
+test: install prometheus docker-deps ## unit, integration and e2e tests, then test-containers
+	$(PY) -m pytest -m "not compose"
+	@$(MAKE) --no-print-directory test-containers
+
+# Where a Docker engine answers (or a private one can be started: compose/stack.sh), the
+# integration tests again against testcontainers, and the compose test; elsewhere the
+# compose test is reported as skipped with the reason.
+test-containers: install ## integration tests on testcontainers + the compose test
+	@if host=$$(compose/stack.sh engine); then \
+	  export DOCKER_HOST=$$host; \
+	  compose/stack.sh build && \
+	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "integration or compose"; \
+	  status=$$?; compose/stack.sh engine-stop; exit $$status; \
+	else \
+	  $(PY) -m pytest -m compose; \
+	fi
 
 test-unit: install ## unit tests only
 	$(PY) -m pytest -m unit

@@ -8,6 +8,9 @@
 #   compose/stack.sh engine       print DOCKER_HOST of the engine it uses (starting one)
 #   compose/stack.sh engine-stop  stop the private engine, if this script started one
 #
+# SPS_COMPOSE_PROJECT (default elastic-sps) and SPS_COMPOSE_ENV_FILE (default compose/.env,
+# made from .env.example with a random Redis password on the first start) choose which.
+#
 # The engine: the one DOCKER_HOST (or the default socket) answers, never disturbed; if
 # none answers and this runs as root with dockerd installed, a private engine on its own
 # socket, data and exec roots (SPS_DOCKER_ROOT), which `engine-stop` stops again.
@@ -91,8 +94,12 @@ compose_cmd() {
 }
 
 run_compose() {
-  [ -f "$HERE/.env" ] || { cp "$HERE/.env.example" "$HERE/.env"; sed -i "s/^REDIS_PASSWORD=.*/REDIS_PASSWORD=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')/" "$HERE/.env"; }
-  $(compose_cmd) -p "$PROJECT" -f "$HERE/docker-compose.yml" --env-file "$HERE/.env" "$@"
+  local env_file="${SPS_COMPOSE_ENV_FILE:-$HERE/.env}"
+  if [ ! -f "$env_file" ]; then  # a first start: a random Redis password
+    cp "$HERE/.env.example" "$env_file"
+    sed -i "s/^REDIS_PASSWORD=.*/REDIS_PASSWORD=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')/" "$env_file"
+  fi
+  $(compose_cmd) -p "$PROJECT" -f "$HERE/docker-compose.yml" --env-file "$env_file" "$@"
 }
 
 [ "${1:-}" = engine-stop ] && { engine_stop; exit 0; }

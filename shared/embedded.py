@@ -151,7 +151,7 @@ class ApacheKafka:
         )
         try:
             wait_port(self.port, timeout=60)
-            _wait_metadata(self.bootstrap)
+            wait_metadata(self.bootstrap)
         except TimeoutError:
             self.stop()
             raise
@@ -162,7 +162,7 @@ class ApacheKafka:
             terminate(self.proc, timeout=20)  # SIGTERM: a controlled shutdown
 
 
-def _wait_metadata(bootstrap: str, timeout: float = 60.0) -> None:
+def wait_metadata(bootstrap: str, timeout: float = 60.0) -> None:
     """The port opens before the broker has joined its own quorum: wait until it answers
     a metadata request with itself as a broker."""
     from confluent_kafka.admin import AdminClient

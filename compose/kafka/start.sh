@@ -1,7 +1,7 @@
 #!/bin/sh
 # Start a single-node KRaft broker: server.properties from the KAFKA_* variables below,
 # the storage formatted on the first start only (the data volume keeps it after that).
-set -eu
+set -euf  # -f: no globbing, the classpath keeps its literal libs/*
 DATA=/var/lib/kafka/data
 CONF=/tmp/server.properties
 cat > "$CONF" <<PROPS

@@ -35,10 +35,11 @@ def test_every_service_runs_from_the_project_image_and_reaches_kafka_inside():
     for name in (*SERVICES, "dataplane"):
         assert services[name]["command"] == f"services.{name}"
         assert services[name]["environment"]["SPS_KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
-        assert services[name]["image"] == "elastic-sps:latest"
+        assert services[name]["image"] == "${SPS_IMAGE:-elastic-sps:latest}"
     # the Spark cluster runs the same image: one Python, one Spark, the driver's pyspark
+    # (and a user's operators, in an image FROM it: SPS_IMAGE)
     for name in ("spark-master", "spark-worker"):
-        assert services[name]["image"] == "elastic-sps:latest"
+        assert services[name]["image"] == "${SPS_IMAGE:-elastic-sps:latest}"
     assert services["dataplane"]["environment"]["SPS_SPARK_MASTER"] == "spark://spark-master:7077"
 
 
@@ -88,12 +89,23 @@ def test_the_image_runs_as_a_non_root_user_and_ships_only_the_project():
 
 
 def test_prometheus_scrapes_every_container():
+    """The default profile's containers by prometheus.yml (every target it names runs),
+    with the `extras` profile's too by prometheus.extras.yml."""
     doc = compose_doc()
-    prom = yaml.safe_load((COMPOSE / "prometheus" / "prometheus.yml").read_text())
-    jobs = {job["job_name"] for job in prom["scrape_configs"]}
+    configs = {}
+    for name in ("prometheus.yml", "prometheus.extras.yml"):
+        prom = yaml.safe_load((COMPOSE / "prometheus" / name).read_text())
+        configs[name] = {job["job_name"] for job in prom["scrape_configs"]}
+    default = {n for n, svc in doc["services"].items() if not svc.get("profiles")}
     for name, svc in doc["services"].items():
         scraped_as = svc.get("labels", {}).get("sps.scraped-by", name)
-        assert scraped_as in jobs, f"{name} is not scraped (no job {scraped_as!r})"
+        if scraped_as in doc["services"] and doc["services"][scraped_as].get("profiles"):
+            assert scraped_as in configs["prometheus.extras.yml"], name
+            continue
+        assert scraped_as in configs["prometheus.extras.yml"], name
+        if name in default:
+            assert scraped_as in configs["prometheus.yml"], f"{name} is not scraped"
+    assert configs["prometheus.yml"] <= default | {"prometheus"}  # no job without a target
 
 
 def exported_metric_names() -> set[str]:

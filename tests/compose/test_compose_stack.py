@@ -1,0 +1,258 @@
+"""The compose deployment, started and driven: every image built without a registry,
+a user's pipeline in an image FROM the project's, every container healthy, a replay from
+the host with nothing lost by id, a rescale seen in the Spark cluster's executors,
+Prometheus scraping every target, a killed container restarted, and `down` then `up`
+resuming from the volumes. Skipped, with the reason, where no Docker engine can run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.compose
+ROOT = Path(__file__).parents[2]
+STACK = ROOT / "compose" / "stack.sh"
+PROJECT = "sps-compose-test"
+PASSWORD = "compose-test-only"
+USER_IMAGE = "sps-compose-test-user:latest"
+OPS = ("square", "offset")
+
+OPERATORS = """
+class Offset:
+    def open(self, ctx):
+        self.offset = 1000
+
+    def process(self, payload, ctx):
+        return [(None, {"n": payload["n"], "v": payload["sq"] + self.offset})]
+
+
+def square(payload, ctx):
+    return [(None, {"n": payload["n"], "sq": payload["n"] ** 2})]
+"""
+
+TOPOLOGY = """
+name: squares
+source: {topics: [readings], key: sensor, sample_events: readings.jsonl}
+operators:
+  - {name: square, code: "userpipe.ops:square", max_replicas: 4, et_ms: 2}
+  - {name: offset, code: "userpipe.ops:Offset", max_replicas: 4, output: results}
+edges:
+  - {from: source, to: square}
+  - {from: square, to: offset}
+"""
+
+# How a user gets their package into the image (README, "Deploying").
+USER_DOCKERFILE = """
+FROM elastic-sps:latest
+USER root
+COPY . /app/user
+RUN pip install --no-cache-dir /app/user && chown -R sps /app/user
+USER sps
+"""
+
+
+def sh(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> str:
+    done = subprocess.run(
+        args, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[str]:
+    had_private = Path("/run/elastic-sps-docker/docker.pid").exists()
+    done = subprocess.run([str(STACK), "engine"], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        pytest.skip(f"no Docker engine can run here: {done.stderr.strip()}")
+    host = done.stdout.strip()
+    yield host
+    if not had_private:
+        subprocess.run([str(STACK), "engine-stop"], timeout=60)
+
+
+@pytest.fixture(scope="module")
+def stack(engine, tmp_path_factory) -> Iterator[dict[str, str]]:
+    env = {"DOCKER_HOST": engine, "SPS_COMPOSE_PROJECT": PROJECT}
+    t0 = time.monotonic()
+    sh(str(STACK), "build", env=env, timeout=1800)
+    user = tmp_path_factory.mktemp("user-image")
+    (user / "userpipe").mkdir()
+    (user / "userpipe" / "__init__.py").write_text("")
+    (user / "userpipe" / "ops.py").write_text(textwrap.dedent(OPERATORS))
+    (user / "pyproject.toml").write_text(
+        '[project]\nname = "userpipe"\nversion = "1"\n[tool.setuptools]\npackages = ["userpipe"]\n'
+    )
+    (user / "squares.yaml").write_text(TOPOLOGY)
+    rows = [{"n": k, "sensor": f"s{k % 5}"} for k in range(100)]
+    (user / "readings.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (user / "Dockerfile").write_text(USER_DOCKERFILE)
+    sh("docker", "build", "-q", "-t", USER_IMAGE, str(user), env=env)
+    built_s = time.monotonic() - t0
+    env_file = tmp_path_factory.mktemp("compose-env") / ".env"
+    env_file.write_text(
+        f"REDIS_PASSWORD={PASSWORD}\nSPS_PUBLISH_HOST=127.0.0.1\nSPS_IMAGE={USER_IMAGE}\n"
+        "SPS_TOPOLOGY=/app/user/squares.yaml\nSPS_TRACK_IDS=true\nSPS_COST_MODE=wait\n"
+        "SPARK_WORKER_MEMORY=1g\n"
+    )
+    env["SPS_COMPOSE_ENV_FILE"] = str(env_file)
+    env["HOST_TOPOLOGY"] = str(user / "squares.yaml")
+    sh(str(STACK), "compose", "down", "-v", env=env)  # an earlier run's leftovers
+    try:
+        sh(str(STACK), "compose", "up", "-d", env=env)
+        wait_healthy(env)
+        print(f"compose: images built in {built_s:.0f} s, healthy {time.monotonic() - t0:.0f} s in")
+        yield env
+    finally:
+        logs = subprocess.run(
+            [str(STACK), "compose", "logs", "--tail", "40", "dataplane", "ingress"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+        )
+        print(logs.stdout[-6000:])
+        down = [str(STACK), "compose", "down", "-v"]
+        subprocess.run(down, env={**os.environ, **env}, timeout=300)
+
+
+def containers(env: dict[str, str]) -> dict[str, str]:
+    """Service name -> container id, for every container of the project."""
+    out = {}
+    for cid in sh(str(STACK), "compose", "ps", "-q", env=env).split():
+        info = json.loads(sh("docker", "inspect", cid, env=env))[0]
+        name = info["Config"]["Labels"]["com.docker.compose.service"]
+        number = info["Config"]["Labels"].get("com.docker.compose.container-number", "1")
+        out[f"{name}-{number}" if name == "spark-worker" else name] = cid
+    return out
+
+
+def wait_healthy(env: dict[str, str], timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        states = {}
+        for name, cid in containers(env).items():
+            info = json.loads(sh("docker", "inspect", cid, env=env))[0]["State"]
+            states[name] = (info.get("Health") or {}).get("Status", info["Status"])
+        if len(states) >= 11 and all(s == "healthy" for s in states.values()):
+            return
+        assert time.monotonic() < deadline, f"not all healthy after {timeout} s: {states}"
+        time.sleep(3)
+
+
+def redis_client():
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=6379, password=PASSWORD)
+
+
+def replay(env: dict[str, str], seconds: float = 15) -> int:
+    out = sh(
+        sys.executable,
+        "-m",
+        "services.cli",
+        "replay",
+        "--bootstrap",
+        "127.0.0.1:9094",
+        "--topology",
+        env["HOST_TOPOLOGY"],
+        "--trace",
+        "short-spikes",
+        "--peak-rate",
+        "60",
+        "--speedup",
+        str(360 / seconds),
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    return int(out.split()[1])
+
+
+def wait_all_accounted(expected_sent: int, timeout: float = 300) -> list:
+    """Until every id sent to each operator is processed there, by id; returns the
+    stage accounts."""
+    from shared import id_ledger
+
+    r = redis_client()
+    deadline = time.monotonic() + timeout
+    while True:
+        stages = id_ledger.stage_accounts(r, "sps", OPS)
+        if stages[0].sent >= expected_sent and all(s.lost == 0 for s in stages):
+            return stages
+        assert time.monotonic() < deadline, f"not drained after {timeout} s: {stages}"
+        time.sleep(2)
+
+
+def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(stack):
+    t0 = time.monotonic()
+    sent = replay(stack)
+    stages = wait_all_accounted(sent)
+    assert stages[0].sent == sent and stages[1].processed == sent  # nothing lost by id
+
+    # a rescale from the host reaches the replicas on the Spark cluster's executors
+    r = redis_client()
+    sh(
+        sys.executable,
+        "-m",
+        "services.cli",
+        "rescale",
+        "--operator",
+        "square",
+        "--replicas",
+        "3",
+        "--bootstrap",
+        "127.0.0.1:9094",
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 120
+    while not any(json.loads(b)["active"] == 3 for b in r.lrange("sps:dp:square:batches", 0, -1)):
+        assert time.monotonic() < deadline, "the rescale never reached a micro-batch"
+        time.sleep(1)
+    executors = {e.decode().split(":")[0] for e in r.hkeys("sps:dp:square:executors")}
+    assert executors and "dataplane" not in executors, executors  # tasks ran on the workers
+
+    # Prometheus scrapes every target
+    deadline = time.monotonic() + 120
+    while True:
+        with urllib.request.urlopen("http://127.0.0.1:9090/api/v1/targets", timeout=5) as page:
+            targets = json.load(page)["data"]["activeTargets"]
+        down = [(t["labels"]["job"], t["lastError"]) for t in targets if t["health"] != "up"]
+        if targets and not down:
+            break
+        assert time.monotonic() < deadline, f"targets not up: {down}"
+        time.sleep(3)
+    assert {t["labels"]["job"] for t in targets} >= {"ingress", "dataplane", "spark-worker"}
+
+    # a killed service comes back (restart: unless-stopped) and nothing is lost
+    monitor = containers(stack)["monitor"]
+    pid = json.loads(sh("docker", "inspect", monitor, env=stack))[0]["State"]["Pid"]
+    os.kill(pid, 9)  # a crash, as a host's OOM killer would do it
+    time.sleep(3)
+    wait_healthy(stack, timeout=300)
+    restarts = json.loads(sh("docker", "inspect", monitor, env=stack))[0]["RestartCount"]
+    assert restarts >= 1
+    sent += replay(stack, seconds=8)
+    wait_all_accounted(sent)
+
+    # down, then up: the volumes keep the topics, offsets, checkpoints and the ledger
+    sh(str(STACK), "compose", "down", env=stack)
+    sh(str(STACK), "compose", "up", "-d", env=stack)
+    wait_healthy(stack)
+    sent += replay(stack, seconds=8)
+    stages = wait_all_accounted(sent)
+    assert stages[0].sent == sent and stages[1].processed == sent
+    # the output topic holds each event's output once, right
+    from shared.kafka_io import read_topic
+
+    rows = read_topic("127.0.0.1:9094", "results", max_s=60)
+    assert len(rows) == len({row["id"] for row in rows}) == sent
+    assert all(row["value"]["v"] == row["value"]["n"] ** 2 + 1000 for row in rows)
+    print(f"compose test: driven in {time.monotonic() - t0:.0f} s, {sent} events, lost 0")
