@@ -198,3 +198,28 @@ def test_instantiate_wraps_a_function(user_module):
     op = instantiate("mypipe.ops:double", "d")
     op.open(Context("d"))
     op.close()
+
+
+def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
+    """Two cores: the CPU-bound operator's micro-batch may run 2 tasks, the waiting one
+    1 (its replicas are threads); Spark gets a task slot for each: local[3, F]."""
+    from services.dataplane.job import spark_master, tasks_per_operator
+    from services.dataplane.slots import Slot, pack
+    from shared.settings import DataplaneSettings
+
+    topo = topology.from_dict(
+        {
+            "operators": [
+                {"name": "cpu", "et_ms": 2, "cpu_share": 0.95},
+                {"name": "io", "et_ms": 2, "cpu_share": 0.05},
+            ],
+            "edges": [{"from": "source", "to": "cpu"}, {"from": "cpu", "to": "io"}],
+        }
+    )
+    settings = DataplaneSettings(cores=2)
+    assert tasks_per_operator(settings, topo["cpu"]) == 2
+    assert tasks_per_operator(settings, topo["io"]) == 1
+    assert spark_master(settings, topo) == "local[3,4]"
+    # 8 active replicas of the CPU-bound one: 2 tasks of 4 slots each, never 8 processes
+    slots = [Slot(j, 0, 10) for j in range(8)]
+    assert [len(g) for g in pack(slots, tasks_per_operator(settings, topo["cpu"]))] == [4, 4]
