@@ -51,7 +51,7 @@ def redis_server() -> Iterator[str]:
         return
     if mode() == "containers":
         os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-        from testcontainers.redis import RedisContainer
+        from testcontainers.community.redis import RedisContainer
 
         with RedisContainer(REDIS_IMAGE) as c:
             yield f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"

@@ -71,3 +71,23 @@ def test_the_options_carry_the_resolved_topology_as_its_text(tmp_path):
     assert back == opts and back.cores == 3 and back.partition_ends == "watermarks"
     parse = back.topology()["parse"]
     assert (parse.max_replicas, parse.et_ms, parse.cpu_share, parse.code) == (2, 1.5, 0.9, "x.y:z")
+
+
+def test_the_users_operator_package_ships_with_the_project(tmp_path, monkeypatch):
+    """A user package importable on the driver (here: written outside the repository)
+    goes into the zip the executors import from, beside shared/ and services/."""
+    import zipfile
+
+    from services.dataplane.cluster import project_zip
+
+    pkg = tmp_path / "src" / "mypipe"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text("def f(p, ctx):\n    return [(None, p)]\n")
+    (tmp_path / "src" / "single.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    names = zipfile.ZipFile(
+        project_zip(tmp_path, ["mypipe.ops", "single", "shared.topology"])
+    ).namelist()
+    assert {"mypipe/ops.py", "mypipe/__init__.py", "single.py"} <= set(names)
+    assert "shared/topology.py" in names and "services/dataplane/replica.py" in names
