@@ -10,13 +10,14 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.user_project import expected_value, write_package, write_readings
 
 pytestmark = pytest.mark.compose
 ROOT = Path(__file__).parents[2]
@@ -25,19 +26,6 @@ PROJECT = "sps-compose-test"
 PASSWORD = "compose-test-only"
 USER_IMAGE = "sps-compose-test-user:latest"
 OPS = ("square", "offset")
-
-OPERATORS = """
-class Offset:
-    def open(self, ctx):
-        self.offset = 1000
-
-    def process(self, payload, ctx):
-        return [(None, {"n": payload["n"], "v": payload["sq"] + self.offset})]
-
-
-def square(payload, ctx):
-    return [(None, {"n": payload["n"], "sq": payload["n"] ** 2})]
-"""
 
 TOPOLOGY = """
 name: squares
@@ -87,15 +75,9 @@ def stack(engine, tmp_path_factory) -> Iterator[dict[str, str]]:
     t0 = time.monotonic()
     sh(str(STACK), "build", env=env, timeout=1800)
     user = tmp_path_factory.mktemp("user-image")
-    (user / "userpipe").mkdir()
-    (user / "userpipe" / "__init__.py").write_text("")
-    (user / "userpipe" / "ops.py").write_text(textwrap.dedent(OPERATORS))
-    (user / "pyproject.toml").write_text(
-        '[project]\nname = "userpipe"\nversion = "1"\n[tool.setuptools]\npackages = ["userpipe"]\n'
-    )
+    write_package(user)
     (user / "squares.yaml").write_text(TOPOLOGY)
-    rows = [{"n": k, "sensor": f"s{k % 5}"} for k in range(100)]
-    (user / "readings.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_readings(user / "readings.jsonl", 100)
     (user / "Dockerfile").write_text(USER_DOCKERFILE)
     sh("docker", "build", "-q", "-t", USER_IMAGE, str(user), env=env)
     built_s = time.monotonic() - t0
@@ -253,5 +235,5 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
 
     rows = read_topic("127.0.0.1:9094", "results", max_s=60)
     assert len(rows) == len({row["id"] for row in rows}) == sent
-    assert all(row["value"]["v"] == row["value"]["n"] ** 2 + 1000 for row in rows)
+    assert all(row["value"]["v"] == expected_value(row["value"]) for row in rows)
     print(f"compose test: driven in {time.monotonic() - t0:.0f} s, {sent} events, lost 0")

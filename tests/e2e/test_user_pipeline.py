@@ -10,32 +10,15 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from services.ensemble import demo
+from tests.support.user_project import expected_value, write_package, write_readings
 
 pytestmark = pytest.mark.e2e
-
-OPERATORS = '''
-class Offset:
-    """A class operator: open() once per worker."""
-
-    def open(self, ctx):
-        self.offset = 1000
-
-    def process(self, payload, ctx):
-        return [(None, {"n": payload["n"], "v": payload["sq"] + self.offset})]
-
-
-def square(payload, ctx):
-    if payload.get("bad"):
-        raise ValueError(f"bad reading {payload['n']}")
-    return [(None, {"n": payload["n"], "sq": payload["n"] ** 2})]
-'''
 
 TOPOLOGY = """
 name: squares
@@ -49,22 +32,12 @@ edges:
 """
 
 
-def expected_value(payload: dict) -> int | None:
-    """What the pipeline must output for one payload, computed here independently."""
-    return None if payload.get("bad") else payload["n"] ** 2 + 1000
-
-
 @pytest.fixture(scope="module")
 def user_project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("user-project")
-    (root / "userpipe").mkdir()
-    (root / "userpipe" / "__init__.py").write_text("")
-    (root / "userpipe" / "ops.py").write_text(textwrap.dedent(OPERATORS))
+    write_package(root)
     (root / "squares.yaml").write_text(TOPOLOGY)
-    readings = [
-        {"n": k, "sensor": f"s{k % 7}", **({"bad": 1} if k % 50 == 49 else {})} for k in range(200)
-    ]
-    (root / "readings.jsonl").write_text("".join(json.dumps(r) + "\n" for r in readings))
+    write_readings(root / "readings.jsonl", 200, bad_every=50)
     return root
 
 
