@@ -24,13 +24,19 @@ from shared.knowledge_base import Keys
 from shared.redis_client import redis_client
 from shared.settings import ServiceSettings
 
+# The default peak's ceiling: a pipeline whose measured costs are microseconds would
+# otherwise be replayed at hundreds of thousands of events/s, far past what the engine's
+# own per-event work allows (the twitter chain saturated at ~7,800 events/s end to end on
+# 2 cores, bench_dataplane.py); the built-in topologies' defaults (640, 2,560) are below.
+MAX_DEFAULT_PEAK_EPS = 5000.0
+
 
 def default_peak(topo: topology_mod.Topology) -> float:
     """80 % of what the whole pool holds: the input rate at which the bottleneck
-    operator's full pool (max_replicas / (θ_i × et_i) events/s of input) is 80 % busy."""
-    return 0.8 * min(
-        op.max_replicas / (topo.static_theta[op.name] * op.et_s) for op in topo.operators
-    )
+    operator's full pool (max_replicas / (θ_i × et_i) events/s of input) is 80 % busy;
+    at most ``MAX_DEFAULT_PEAK_EPS``."""
+    pool = min(op.max_replicas / (topo.static_theta[op.name] * op.et_s) for op in topo.operators)
+    return min(0.8 * pool, MAX_DEFAULT_PEAK_EPS)
 
 
 def run(
