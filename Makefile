@@ -12,7 +12,7 @@ APT_PACKAGES := redis-server openjdk-17-jre-headless
 KAFKA_HOME ?= $(HOME)/.cache/elastic-sps/kafka-4.1.1
 KAFKA_STAMP := $(KAFKA_HOME)/libs/.complete
 
-.PHONY: help install system-deps kafka docker-deps prometheus demo test test-containers test-unit test-integration test-e2e lint bench clean
+.PHONY: help install system-deps kafka docker-deps compose-up compose-down prometheus demo test test-containers test-unit test-integration test-e2e lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -34,6 +34,13 @@ docker-deps: ## as root: apt-install Docker's engine, debootstrap and Debian's d
 	    docker.io debootstrap iptables docker-compose >/dev/null || \
 	    echo "warning: Docker could not be installed; the compose test will be skipped"; \
 	fi
+
+compose-up: docker-deps ## build every image without a registry and start the compose stack
+	compose/stack.sh up
+
+compose-down: ## stop the compose stack (volumes kept) and the private Docker engine, if any
+	compose/stack.sh down
+	compose/stack.sh engine-stop
 
 prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make test does too)
 	@command -v prometheus >/dev/null || { $(SUDO) apt-get update -qq && \
