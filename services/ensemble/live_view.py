@@ -18,6 +18,7 @@ class Feed:
 
     def __init__(self, bootstrap: str, stats_topic: str, analysis_topic: str) -> None:
         self.stats: dict[str, Any] | None = None
+        self.first_interval: int | None = None  # the header counts seconds from it
         self.analysis: dict[str, Any] | None = None
         self._stop = threading.Event()
         self._c = Consumer(
@@ -40,6 +41,8 @@ class Feed:
             if m.topic() == self._stats_topic:
                 if self.stats is None or doc.get("interval", -1) >= self.stats["interval"]:
                     self.stats = doc
+                    if self.first_interval is None:
+                        self.first_interval = int(doc["interval"])
             else:
                 self.analysis = doc
 
@@ -62,7 +65,8 @@ def render(
         lat = s.get("latency_ms_mean")
         p99 = s.get("latency_ms_p99")
         title = (
-            f"interval {s['interval']}  input {s['input_events'] / td:,.0f}/s  "
+            f"{(s['interval'] - (feed.first_interval or s['interval'])) * td:,.0f} s in  "
+            f"input {s['input_events'] / td:,.0f}/s  "
             f"predicted {pred:,.0f}/s  shed {ratio:.1%}  latency "
             f"{'-' if lat is None else f'{lat:,.0f}'} ms (p99 "
             f"{'-' if p99 is None else f'{p99:,.0f}'})  {extra}"

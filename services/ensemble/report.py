@@ -221,7 +221,6 @@ def plots(
         [sum(s["operators"][e]["processed"] for e in entry) / td for s in stats],
         label="throughput (entry operators)",
     )
-    ax.set_xlabel("s")
     ax = figures["replicas"][1]
     for n in topo.names:
         ax.step(t, [s["operators"][n]["active_replicas"] for s in stats], where="post", label=n)
@@ -240,6 +239,7 @@ def plots(
 
     files = []
     for name, (fig, ax) in figures.items():
+        ax.set_xlabel("seconds into the replay")
         ax.legend(fontsize=7)
         fig.tight_layout()
         files.append(run_dir / f"{name}.png")
