@@ -64,7 +64,8 @@ def make_plan(
     pool = {op.name: op.max_replicas for op in topo.operators}
     if cores is not None:
         for n, fit in topo.core_replicas(cores).items():
-            cap = max(1, math.floor(fit + 1e-9))
+            # whole replicas, to the nearest: 1.97 cores' worth is 2 replicas, not 1
+            cap = max(1, math.floor(fit + 0.5))
             if cap < pool[n]:
                 pool[n] = cap
                 if asked[n] > cap:

@@ -223,3 +223,20 @@ def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
     # 8 active replicas of the CPU-bound one: 2 tasks of 4 slots each, never 8 processes
     slots = [Slot(j, 0, 10) for j in range(8)]
     assert [len(g) for g in pack(slots, tasks_per_operator(settings, topo["cpu"]))] == [4, 4]
+
+
+def test_the_cores_cap_rounds_to_the_nearest_whole_replica():
+    """A tiny CPU-bound parse (0.01 ms) before a 0.7 ms scorer, on 2 cores: the scorer's
+    share is 2 × 0.7 / 0.71 = 1.97 cores, so 2 replicas (not 1); parse's 0.03 → 1."""
+    topo = topology.from_dict(
+        {
+            "operators": [
+                {"name": "parse", "et_ms": 0.01, "cpu_share": 1.0},
+                {"name": "score", "et_ms": 0.7, "cpu_share": 1.0},
+            ],
+            "edges": [{"from": "source", "to": "parse"}, {"from": "parse", "to": "score"}],
+        }
+    )
+    need = {n: OperatorDecision(4, 5000.0, 4.0) for n in ("parse", "score")}
+    plan = make_plan(topo, Analysis(0, 5000.0, need), {"parse": 1, "score": 1}, 1.0, cores=2)
+    assert dict(plan.targets) == {"parse": 1, "score": 2}
