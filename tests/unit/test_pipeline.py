@@ -194,10 +194,14 @@ def test_envelope_keeps_a_user_event_id():
     assert decode(env.encode()).id == "orders/0/7"
 
 
-def test_instantiate_wraps_a_function(user_module):
+def test_instantiate_wraps_a_function_and_gives_a_class_a_fresh_instance(user_module):
+    from shared.pipeline.operators import FunctionOperator
+
     op = instantiate("mypipe.ops:double", "d")
-    op.open(Context("d"))
-    op.close()
+    assert isinstance(op, FunctionOperator)
+    assert op.process({"n": 2}, Context("d")) == [(None, {"n": 4})]
+    first, second = instantiate("mypipe.ops:Scale", "s"), instantiate("mypipe.ops:Scale", "s")
+    assert first is not second  # one per worker: nothing shared between opens
 
 
 def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
