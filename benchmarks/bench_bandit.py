@@ -1,10 +1,10 @@
-"""pa-sps:auto (the UCB bandit over the predictors) against each predictor alone, in the
+"""pa-sps:bandit (the UCB bandit over the predictors) against each predictor alone, in the
 simulator, scored by the bandit's own reward over the whole run.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_bandit.py [--traces a,b,c]
 (default spikes,pasps-twitter,pasps-twitter-raw)
 
-Per trace: the reward of every pa-sps:<predictor> run and of pa-sps:auto, auto's share of
+Per trace: the reward of every pa-sps:<predictor> run and of pa-sps:bandit, its share of
 the best and of the worst single predictor (issue target: ≥ 0.95 of the best, ≥ 1.20 of
 the worst), and the arms auto chose. Deterministic: the same figures on any machine.
 """
@@ -19,7 +19,7 @@ from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per ru
 from shared import topology, traces
 from shared.bandit import RewardBounds, reward
 from shared.policies import make_policy
-from shared.policies.pa_sps import AUTO_ARMS, PASPSAuto
+from shared.policies.pa_sps import AUTO_ARMS, PASPSBandit
 from shared.simulator import SimulationResult, simulate
 
 
@@ -39,10 +39,10 @@ def one_trace(name: str, topo_name: str, goal_ms: float, td: float) -> dict[str,
     }
     rewards: dict[str, float] = {}
     chosen: dict[str, int] = {}
-    for arm in (*AUTO_ARMS, "auto"):
+    for arm in (*AUTO_ARMS, "bandit"):
         policy = make_policy(f"pa-sps:{arm}", topo, **opts)
         rewards[arm] = round(run_reward(simulate(topo, arrivals, policy, td), goal_ms), 4)
-        if isinstance(policy, PASPSAuto):
+        if isinstance(policy, PASPSBandit):
             for _, a in policy.choices:
                 chosen[a] = chosen.get(a, 0) + 1
     singles = {a: rewards[a] for a in AUTO_ARMS}
@@ -50,8 +50,8 @@ def one_trace(name: str, topo_name: str, goal_ms: float, td: float) -> dict[str,
     return {
         "trace": name,
         "rewards": rewards,
-        "auto_over_best": round(rewards["auto"] / best, 3),
-        "auto_over_worst": round(rewards["auto"] / worst, 3),
+        "auto_over_best": round(rewards["bandit"] / best, 3),
+        "auto_over_worst": round(rewards["bandit"] / worst, 3),
         "windows_per_arm": chosen,
     }
 

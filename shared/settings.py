@@ -75,8 +75,8 @@ class MonitorSettings(ServiceSettings):
 
 class AnalyzeSettings(ServiceSettings):
     policy: str = "pa-sps"
-    predictor: str = "lr"  # or "auto": the bandit over the five (shared/bandit.py)
-    latency_goal_ms: float | None = Field(default=None, gt=0)  # pa-sps:auto's reward
+    predictor: str = "lr"  # or "auto" (the most accurate recently: shared/selection.py), "bandit"
+    latency_goal_ms: float | None = Field(default=None, gt=0)  # pa-sps:bandit's reward
 
 
 class PlanSettings(ServiceSettings):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shared.policies.base import Analysis, OperatorDecision, Policy, PolicyConfigError
-from shared.policies.pa_sps import PASPS, pa_sps, pa_sps_auto, presps
+from shared.policies.pa_sps import PASPS, pa_sps, pa_sps_auto, pa_sps_bandit, presps
 from shared.policies.static import Static
 from shared.predictors import TRAINED
 from shared.topology import Topology
@@ -29,10 +29,12 @@ __all__ = [
 
 def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
     predictor = arg or opts.get("predictor") or "lr"
-    if predictor == "auto":  # the bandit over the five predictors (shared/bandit.py)
-        kw = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
+    kw = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
+    if predictor == "auto":  # the recently most accurate predictor (shared/selection.py)
+        return pa_sps_auto(topo, **kw)
+    if predictor == "bandit":  # the authors' UCB bandit over the predictors (shared/bandit.py)
         goal = opts.get("latency_goal_ms")
-        return pa_sps_auto(topo, goal_ms=float(goal) if goal else 5_000.0, **kw)
+        return pa_sps_bandit(topo, goal_ms=float(goal) if goal else 5_000.0, **kw)
     kwargs = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
     if predictor not in TRAINED:
         kwargs.pop("retrain_every", None)

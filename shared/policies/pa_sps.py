@@ -10,6 +10,7 @@ from shared.execution_time import ExecutionTimes
 from shared.interval_stats import IntervalStats
 from shared.policies.base import Analysis, OperatorDecision
 from shared.predictors import Predictor, make_predictor
+from shared.selection import ErrorLeader
 from shared.topology import Topology
 
 RULE = "PA-SPS Eq. 2: ceil((predicted_received + queue) x et / td), into [min, pool]"
@@ -83,18 +84,20 @@ def presps(topology: Topology) -> PASPS:
 AUTO_ARMS = ("basic", "lr", "fft", "ann", "rf")
 
 
+def _members(arms: tuple[str, ...], retrain_every: int | None) -> dict[str, Predictor]:
+    trained = {} if retrain_every is None else {"retrain_every": retrain_every}
+    return {a: make_predictor(a, **(trained if a in ("ann", "rf") else {})) for a in arms}
+
+
 class SelectedPredictor(Predictor):
     """Every predictor observes every interval (so whichever is chosen next has the whole
     history); only the chosen one's forecast is returned."""
 
-    name = "auto"
+    name = "selected"
 
     def __init__(self, arms: tuple[str, ...] = AUTO_ARMS, retrain_every: int | None = None):
         super().__init__()
-        trained = {} if retrain_every is None else {"retrain_every": retrain_every}
-        self.members = {
-            a: make_predictor(a, **(trained if a in ("ann", "rf") else {})) for a in arms
-        }
+        self.members = _members(arms, retrain_every)
         self.chosen = arms[0]
 
     def observe(self, value: float) -> None:
@@ -109,11 +112,43 @@ class SelectedPredictor(Predictor):
         raise NotImplementedError
 
 
+class LeaderPredictor(SelectedPredictor):
+    """``pa-sps:auto``: every member forecasts every interval; the one with the lowest
+    recent absolute error forecasts for the plan (``shared.selection``)."""
+
+    name = "auto"
+
+    def __init__(
+        self,
+        arms: tuple[str, ...] = AUTO_ARMS,
+        retrain_every: int | None = None,
+        selector: ErrorLeader | None = None,
+    ):
+        super().__init__(arms, retrain_every)
+        self.selector = selector or ErrorLeader(arms)
+        self.pending: dict[str, float] = {}
+        self.choices: list[tuple[int, str]] = [(0, self.chosen)]
+
+    def observe(self, value: float) -> None:
+        if self.pending:
+            self.selector.record(self.pending, value)
+        super().observe(value)
+        self.pending = {a: p.predict() for a, p in self.members.items()}
+        chosen = self.selector.choose()
+        if chosen != self.chosen:
+            self.choices.append((len(self.choices), chosen))
+        self.chosen = chosen
+
+    def predict(self) -> float:
+        return self.pending.get(self.chosen, 0.0) if self.pending else super().predict()
+
+
 @dataclass
-class PASPSAuto(PASPS):
-    """PA-SPS with the predictor chosen online (``shared.bandit``): every ``window``
-    intervals the chosen predictor is rewarded from the window's measured latency (against
-    ``goal_ms``), throughput degradation and saved resources, and UCB picks the next."""
+class PASPSBandit(PASPS):
+    """PA-SPS with the predictor chosen by the authors' bandit (``shared.bandit``,
+    ``pa-sps:bandit``): every ``window`` intervals the chosen predictor is rewarded from
+    the window's measured latency (against ``goal_ms``), throughput degradation and
+    saved resources, and UCB picks the next."""
 
     window: int = 5
     goal_ms: float = 5_000.0
@@ -153,13 +188,20 @@ class PASPSAuto(PASPS):
         return super().analyze(stats)
 
 
-def pa_sps_auto(
+def pa_sps_auto(topology: Topology, retrain_every: int | None = None) -> PASPS:
+    """PA-SPS forecasting with the recently most accurate predictor (``shared.selection``)."""
+    p = PASPS(topology, LeaderPredictor(retrain_every=retrain_every))
+    p.name = "pa-sps:auto"
+    return p
+
+
+def pa_sps_bandit(
     topology: Topology,
     window: int = 5,
     goal_ms: float = 5_000.0,
     retrain_every: int | None = None,
-) -> PASPSAuto:
+) -> PASPSBandit:
     predictor = SelectedPredictor(retrain_every=retrain_every)
-    p = PASPSAuto(topology, predictor, window=window, goal_ms=goal_ms)
-    p.name = "pa-sps:auto"
+    p = PASPSBandit(topology, predictor, window=window, goal_ms=goal_ms)
+    p.name = "pa-sps:bandit"
     return p

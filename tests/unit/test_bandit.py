@@ -8,7 +8,7 @@ from shared import topology
 from shared.bandit import UCB, RewardBounds, reward
 from shared.interval_stats import IntervalStats, OperatorStats
 from shared.policies import make_policy
-from shared.policies.pa_sps import PASPSAuto
+from shared.policies.pa_sps import PASPSBandit
 
 pytestmark = pytest.mark.unit
 
@@ -58,10 +58,10 @@ def stats(k: int, rate: float) -> IntervalStats:
     return IntervalStats(k, 1.0, rate, ops, latency_ms=100.0)
 
 
-def test_pa_sps_auto_tries_every_predictor_and_all_of_them_observe():
+def test_pa_sps_bandit_tries_every_predictor_and_all_of_them_observe():
     topo = topology.load("twitter")
-    policy = make_policy("pa-sps:auto", topo, retrain_every=50)
-    assert isinstance(policy, PASPSAuto) and policy.name == "pa-sps:auto"
+    policy = make_policy("pa-sps:bandit", topo, retrain_every=50)
+    assert isinstance(policy, PASPSBandit) and policy.name == "pa-sps:bandit"
     policy.window = 1
     for k in range(12):
         policy.analyze(stats(k, 100.0 + k))

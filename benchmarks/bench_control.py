@@ -1,0 +1,156 @@
+"""Control out of sample: predictor selection against the best predictor in hindsight, and
+a PA-SPS configuration against DS2 and AUTOSCALE, in the simulator, on a varied trace set.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_control.py [--group selection|dominance]
+     [--traces a,b] [--td 1,5] [--jobs 2] [--json]
+
+The set: the real traces beside the project (``../shared/traces/``: the PA-SPS twitter,
+twitter-raw and dns traces, NAB's AAPL, FB and GOOG tweet volumes, NAB's nyc_taxi; skipped
+when absent) and the bundled spike traces, each at td 1 s and 5 s, on the ``twitter``
+topology with ``compare``'s defaults (one trace row per second, the trace's own rates).
+Nothing in the policies was fitted to these traces: the selector's and the headroom's
+constants come from their own definitions (``shared.selection``, ``shared.plan``).
+
+``selection``: ``pa-sps:auto`` and the five single predictors; per case the score
+(``shared.scoring``), the regret of auto against the best single predictor in hindsight
+(best − auto, and as a share of |best|) and auto's reconfigurations against the median
+single predictor's. Targets: regret ≤ 2 % of |best| and reconfigurations ≤ the median.
+
+``dominance``: the recommended PA-SPS configuration beside DS2 and AUTOSCALE; per case
+saved resources, mean latency and reconfigurations. Target: saved ≥ both, latency ≤ both,
+reconfigurations < DS2's. Deterministic: the same figures on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+from shared import scoring, topology, traces
+from shared.policies import make_policy
+from shared.simulator import simulate
+from shared.stabilise import split_spec
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"
+REAL_TRACES = (
+    "pasps-twitter",
+    "pasps-twitter-raw",
+    "pasps-dns",
+    "Twitter_volume_AAPL",
+    "Twitter_volume_FB",
+    "Twitter_volume_GOOG",
+    "nyc_taxi",
+)
+BUNDLED = ("spikes", "short-spikes", "flash-crowd")
+SINGLES = ("pa-sps:basic", "pa-sps:lr", "pa-sps:fft", "pa-sps:ann", "pa-sps:rf")
+SELECTION = ("pa-sps:auto", *SINGLES)
+RECOMMENDED = "pa-sps:lr+steady"
+DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
+MAX_FITS = 100  # ANN/RF fits per run, as ``compare``
+
+
+def trace_paths(names: Sequence[str] | None) -> list[str]:
+    found = [str(REAL / f"{n}.csv") for n in REAL_TRACES if (REAL / f"{n}.csv").exists()]
+    every = [*found, *BUNDLED]
+    return [t for t in every if names is None or Path(t).stem in names or t in names]
+
+
+def run_one(job: tuple[str, float, str]) -> dict[str, Any]:
+    trace, td, spec = job
+    topo = topology.load("twitter")
+    arrivals = traces.load(trace).per_interval(td)
+    name, preset = split_spec(spec)
+    fits = {"retrain_every": max(1, math.ceil(len(arrivals) / MAX_FITS))}
+    policy = make_policy(name, topo, **fits)
+    m = simulate(topo, arrivals, policy, td, stabilisation=preset).metrics
+    return {
+        "trace": Path(trace).stem,
+        "td": td,
+        "policy": spec,
+        "score": round(scoring.score(m), 4),
+        "saved_resources": round(m.saved_resources, 4),
+        "processed_ratio": round(m.processed_ratio, 5),
+        "latency_ms": round(m.latency_ms, 1),
+        "reconfigurations": m.reconfigurations,
+    }
+
+
+def selection_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {r["policy"]: r for r in rows}
+    singles = [by[s] for s in SINGLES if s in by]
+    best = max(singles, key=lambda r: r["score"])
+    auto = by["pa-sps:auto"]
+    regret = best["score"] - auto["score"]
+    median_reconf = statistics.median(r["reconfigurations"] for r in singles)
+    return {
+        "best": best["policy"],
+        "best_score": best["score"],
+        "auto_score": auto["score"],
+        "median_single_score": statistics.median(r["score"] for r in singles),
+        "regret": round(regret, 4),
+        "regret_share": round(regret / abs(best["score"]), 4) if best["score"] else None,
+        "auto_reconfigurations": auto["reconfigurations"],
+        "median_reconfigurations": median_reconf,
+        "within_2pct": regret <= 0.02 * abs(best["score"]),
+        "reconf_ok": auto["reconfigurations"] <= median_reconf,
+    }
+
+
+def dominance_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {r["policy"]: r for r in rows}
+    mine, others = by[RECOMMENDED], [by["ds2"], by["autoscale"]]
+    return {
+        "saved_ok": all(mine["saved_resources"] >= o["saved_resources"] for o in others),
+        "latency_ok": all(mine["latency_ms"] <= o["latency_ms"] for o in others),
+        "reconf_ok": mine["reconfigurations"] < by["ds2"]["reconfigurations"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--group", choices=("selection", "dominance"), default="selection")
+    ap.add_argument("--traces", help="comma-separated trace names (default: the whole set)")
+    ap.add_argument("--td", default="1,5", help="comma-separated interval lengths (s)")
+    ap.add_argument("--policies", help="override the group's policies")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    specs = (
+        args.policies.split(",")
+        if args.policies
+        else (SELECTION if args.group == "selection" else DOMINANCE)
+    )
+    names = args.traces.split(",") if args.traces else None
+    cases = [(t, float(td)) for t in trace_paths(names) for td in args.td.split(",")]
+    jobs = [(t, td, s) for t, td in cases for s in specs]
+    with Pool(args.jobs) as pool:
+        rows = pool.map(run_one, jobs, chunksize=1)
+    summarise = selection_summary if args.group == "selection" else dominance_summary
+    out = []
+    for t, td in cases:
+        case = [r for r in rows if r["trace"] == Path(t).stem and r["td"] == td]
+        summary = summarise(case) if not args.policies else {}
+        out.append({"trace": Path(t).stem, "td": td, "rows": case, **summary})
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return
+    for c in out:
+        print(f"{c['trace']} td={c['td']:g}")
+        for r in c["rows"]:
+            print(
+                f"  {r['policy']:<22} score {r['score']:8.4f}  saved {r['saved_resources']:.3f}"
+                f"  processed {r['processed_ratio']:.4f}  latency {r['latency_ms']:8.1f} ms"
+                f"  reconf {r['reconfigurations']}"
+            )
+        summary = {k: v for k, v in c.items() if k not in ("trace", "td", "rows")}
+        print("  " + ", ".join(f"{k}={v}" for k, v in summary.items()))
+
+
+if __name__ == "__main__":
+    main()
