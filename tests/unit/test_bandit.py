@@ -6,9 +6,9 @@ import pytest
 
 from shared import topology
 from shared.bandit import UCB, RewardBounds, reward
-from shared.interval_stats import IntervalStats, OperatorStats
 from shared.policies import make_policy
 from shared.policies.pa_sps import PASPSBandit
+from tests.support.chain_stats import chain_stats
 
 pytestmark = pytest.mark.unit
 
@@ -48,23 +48,13 @@ def test_an_arm_is_kept_for_its_cooldown():
     assert seen == ["a", "a", "b", "b", "c", "c"]
 
 
-def stats(k: int, rate: float) -> IntervalStats:
-    ops = {
-        n: OperatorStats(
-            received=rate, processed=rate, queued=0, active_replicas=1, received_from={}, et_s=0.001
-        )
-        for n in ("parse", "classify_content", "classify_author", "store")
-    }
-    return IntervalStats(k, 1.0, rate, ops, latency_ms=100.0)
-
-
 def test_pa_sps_bandit_tries_every_predictor_and_all_of_them_observe():
     topo = topology.load("twitter")
     policy = make_policy("pa-sps:bandit", topo, retrain_every=50)
     assert isinstance(policy, PASPSBandit) and policy.name == "pa-sps:bandit"
     policy.window = 1
     for k in range(12):
-        policy.analyze(stats(k, 100.0 + k))
+        policy.analyze(chain_stats(k, 100.0 + k))
     arms = [a for _, a in policy.choices]
     # cold start, each kept two windows: basic, lr, fft, ann, rf
     assert arms[:10] == ["basic", "basic", "lr", "lr", "fft", "fft", "ann", "ann", "rf", "rf"]

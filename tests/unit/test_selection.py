@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from shared import topology
-from shared.interval_stats import IntervalStats, OperatorStats
 from shared.policies import make_policy
 from shared.policies.pa_sps import LeaderPredictor
 from shared.selection import ErrorLeader
+from tests.support.chain_stats import chain_stats
 
 pytestmark = pytest.mark.unit
 
@@ -41,16 +41,6 @@ def test_invalid_selector_settings_are_refused():
         ErrorLeader(("a",), margin=1.0)
 
 
-def _stats(k: int, rate: float) -> IntervalStats:
-    ops = {
-        n: OperatorStats(
-            received=rate, processed=rate, queued=0, active_replicas=1, received_from={}, et_s=0.001
-        )
-        for n in ("parse", "classify_content", "classify_author", "store")
-    }
-    return IntervalStats(k, 1.0, rate, ops, latency_ms=100.0)
-
-
 def test_auto_follows_the_predictor_that_forecasts_a_ramp():
     # on a steady ramp (+10 per interval) LR forecasts exactly, Basic is 10 behind:
     # auto leaves Basic (listed first) for LR once their windowed errors differ
@@ -59,7 +49,7 @@ def test_auto_follows_the_predictor_that_forecasts_a_ramp():
     predictor = policy.predictor
     assert isinstance(predictor, LeaderPredictor)
     for k in range(30):
-        policy.analyze(_stats(k, 100.0 + 10 * k))
+        policy.analyze(chain_stats(k, 100.0 + 10 * k))
     assert predictor.chosen == "lr"
     assert predictor.selector.mean_error("basic") == pytest.approx(10.0)
     assert predictor.predict() == pytest.approx(100.0 + 10 * 30)
