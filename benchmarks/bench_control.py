@@ -50,7 +50,7 @@ REAL_TRACES = (
 BUNDLED = ("spikes", "short-spikes", "flash-crowd")
 SINGLES = ("pa-sps:basic", "pa-sps:lr", "pa-sps:fft", "pa-sps:ann", "pa-sps:rf")
 SELECTION = ("pa-sps:auto", *SINGLES)
-RECOMMENDED = "pa-sps:lr+steady"
+RECOMMENDED = "pa-sps:lr+calm"  # the candidate until a dominating configuration is found
 DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
 MAX_FITS = 100  # ANN/RF fits per run, as ``compare``
 
