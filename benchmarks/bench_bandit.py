@@ -6,7 +6,7 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_bandit.py [--traces a,b,c]
 
 Per trace: the reward of every pa-sps:<predictor> run and of pa-sps:bandit, its share of
 the best and of the worst single predictor (issue target: ≥ 0.95 of the best, ≥ 1.20 of
-the worst), and the arms auto chose. Deterministic: the same figures on any machine.
+the worst), and the arms the bandit chose. Deterministic: the same figures on any machine.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def one_trace(name: str, topo_name: str, goal_ms: float, td: float) -> dict[str,
     return {
         "trace": name,
         "rewards": rewards,
-        "auto_over_best": round(rewards["bandit"] / best, 3),
-        "auto_over_worst": round(rewards["bandit"] / worst, 3),
+        "bandit_over_best": round(rewards["bandit"] / best, 3),
+        "bandit_over_worst": round(rewards["bandit"] / worst, 3),
         "windows_per_arm": chosen,
     }
 

@@ -32,6 +32,7 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
+from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
 from shared import scoring, topology, traces
 from shared.policies import make_policy
 from shared.simulator import simulate
@@ -52,7 +53,6 @@ SINGLES = ("pa-sps:basic", "pa-sps:lr", "pa-sps:fft", "pa-sps:ann", "pa-sps:rf")
 SELECTION = ("pa-sps:auto", *SINGLES)
 RECOMMENDED = "pa-sps:lr+calm"  # the candidate until a dominating configuration is found
 DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
-MAX_FITS = 100  # ANN/RF fits per run, as ``compare``
 
 
 def trace_paths(names: Sequence[str] | None) -> list[str]:

@@ -34,8 +34,8 @@ class ErrorLeader:
     arms: tuple[str, ...]
     window: int = 60
     margin: float = 0.1
-    current: str = ""
-    errors: dict[str, deque[float]] = field(default_factory=dict)
+    current: str = ""  # the predictor in use ("": the first listed)
+    errors: dict[str, deque[float]] = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.arms:

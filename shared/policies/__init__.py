@@ -35,10 +35,7 @@ def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
     if predictor == "bandit":  # the authors' UCB bandit over the predictors (shared/bandit.py)
         goal = opts.get("latency_goal_ms")
         return pa_sps_bandit(topo, goal_ms=float(goal) if goal else 5_000.0, **kw)
-    kwargs = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
-    if predictor not in TRAINED:
-        kwargs.pop("retrain_every", None)
-    p = pa_sps(topo, predictor, **kwargs)
+    p = pa_sps(topo, predictor, **(kw if predictor in TRAINED else {}))
     p.eq7_weight = opts.get("eq7_weight") or "theta_p"
     p.name = f"pa-sps:{predictor}"
     return p

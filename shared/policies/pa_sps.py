@@ -126,21 +126,17 @@ class LeaderPredictor(SelectedPredictor):
     ):
         super().__init__(arms, retrain_every)
         self.selector = selector or ErrorLeader(arms)
-        self.pending: dict[str, float] = {}
-        self.choices: list[tuple[int, str]] = [(0, self.chosen)]
+        self.pending: dict[str, float] = {}  # each member's forecast for the next interval
 
     def observe(self, value: float) -> None:
         if self.pending:
             self.selector.record(self.pending, value)
         super().observe(value)
         self.pending = {a: p.predict() for a, p in self.members.items()}
-        chosen = self.selector.choose()
-        if chosen != self.chosen:
-            self.choices.append((len(self.choices), chosen))
-        self.chosen = chosen
+        self.chosen = self.selector.choose()
 
     def predict(self) -> float:
-        return self.pending.get(self.chosen, 0.0) if self.pending else super().predict()
+        return self.pending[self.chosen] if self.pending else super().predict()
 
 
 @dataclass
