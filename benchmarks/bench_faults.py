@@ -15,8 +15,10 @@ seconds into the replay, injects one fault:
 Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
 expired, dead-lettered, lost (by id, per stage: ``shared/id_ledger.py``), duplicates
 (processings beyond one per id), the restarts the supervisor made, and ``recovered_s``:
-seconds from the fault until the sinks complete, over 3 intervals, at least 90 % of the
-input of those intervals (``None``: not within the run).
+seconds from the fault until the per-interval latency and backlog are back within a band
+around their pre-fault level (``shared/recovery.py`` states the band; ``left_band`` says
+whether the fault moved them out of it at all: 0 s then means "never disturbed";
+``None``: not back within the run).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ import numpy as np
 from confluent_kafka import Producer
 
 from services.ensemble import demo
+from shared import recovery
 from shared.knowledge_base import Keys
 from shared.settings import ServiceSettings
 from shared.topology import Topology
@@ -96,38 +100,6 @@ def _topology(ens: Any) -> Topology:
     return topology.load(ens.env["SPS_TOPOLOGY"])
 
 
-def recovered_s(
-    stats: list[dict], sent: dict[int, int], topo: Topology, fault_at: float | None
-) -> float | None:
-    """Seconds from the fault until the backlog it added is gone: the events sent but not
-    yet completed (cumulative sent by the replay − cumulative completions at the sinks)
-    back to what it was just before the fault (× 1.5 + 20 events: micro-batches complete
-    in bursts). The replay's own counts, not the ingress's: a dead ingress counts nothing.
-    0: the fault never raised the backlog; None: not within the run."""
-    if fault_at is None or not stats:
-        return None
-    per_input = sum(topo.static_theta[n] for n in topo.sinks)
-    rows = sorted(stats, key=lambda s: s["interval"])
-    td = rows[0]["td"]
-    start = int(fault_at // td)
-    lag, backlog = 0.0, {}
-    for s in rows:
-        done = sum(s["operators"][n]["processed"] for n in topo.sinks) / per_input
-        lag += sent.get(s["interval"], 0) - done
-        backlog[s["interval"]] = lag
-    before = [v for k, v in backlog.items() if start - 5 <= k < start]
-    normal = 1.5 * max(before, default=0.0) + 20
-    disturbed = False
-    for k, v in backlog.items():
-        if k < start:
-            continue
-        if v > normal:
-            disturbed = True
-        elif disturbed:
-            return (k + 1) * td - fault_at
-    return None if disturbed else 0.0
-
-
 def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     stop = threading.Event()
     log: dict[str, Any] = {}
@@ -144,9 +116,8 @@ def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]
     )
     stop.set()
     rep = res["report"]
-    from shared import topology
-
-    topo = topology.load(args.topology)
+    td = float(res["stats"][0]["td"]) if res["stats"] else 1.0
+    rec = recovery.recovery(recovery.intervals_from_stats(res["stats"]), td, log.get("at"))
     stages = rep.get("stages") or []
     return {
         "fault": fault,
@@ -161,7 +132,9 @@ def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]
         "malformed_sent": log.get("malformed"),
         "restarts": rep.get("restarts"),
         "fault_at": log.get("at"),
-        "recovered_s": recovered_s(res["stats"], res["sent_by_interval"], topo, log.get("at")),
+        "recovered_s": rec.recovered_s,
+        "left_band": rec.left_band,
+        "band": asdict(rec.band) if rec.band else None,
         "latency_ms_mean": rep.get("latency_ms_mean"),
     }
 

@@ -27,7 +27,28 @@ __all__ = [
 ]
 
 
+def _utilisation(text: str, spec_arg: str) -> float:
+    try:
+        u = float(text)
+    except ValueError:
+        msg = f"pa-sps:{spec_arg}: utilisation {text!r} is not a number"
+        raise PolicyConfigError(msg) from None
+    if not 0 < u <= 1:
+        raise PolicyConfigError(f"pa-sps:{spec_arg}: utilisation must be in (0, 1], got {u}")
+    return u
+
+
 def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+    """``pa-sps:PREDICTOR`` or ``pa-sps:PREDICTOR@U``: Eq. 2 at a utilisation target U."""
+    arg, _, u_text = (arg or "").partition("@")
+    policy = _pa_sps_predictor(topo, arg or None, opts)
+    if u_text:
+        policy.target_utilisation = _utilisation(u_text, f"{arg}@{u_text}")
+        policy.name = f"{policy.name}@{u_text}"
+    return policy
+
+
+def _pa_sps_predictor(topo: Topology, arg: str | None, opts: dict[str, Any]) -> PASPS:
     predictor = arg or opts.get("predictor") or "lr"
     kw = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
     if predictor == "auto":  # the recently most accurate predictor (shared/selection.py)

@@ -31,6 +31,9 @@ class PASPS:
     # Eq. 7's weight on a predecessor's queue: "theta_p" as printed, or "theta_ip" (the
     # text's reading, θ_i^p); see pa_sps_model.predicted_queue
     eq7_weight: str = "theta_p"
+    # Eq. 2 sizes replicas at 100 % busy; below 1, at this share of td (a utilisation
+    # target, as DS2's): the headroom absorbs a forecast that falls short of the spike
+    target_utilisation: float = 1.0
     costs: ExecutionTimes = field(init=False)
 
     def __post_init__(self) -> None:
@@ -54,7 +57,7 @@ class PASPS:
         for op in self.topology.operators:
             load = received[op.name] + queued[op.name]  # Eq. 3
             et_s = self.costs.et_s(op.name)
-            raw = model.replicas_needed(load, et_s, stats.td)
+            raw = model.replicas_needed(load, et_s, stats.td) / self.target_utilisation
             decisions[op.name] = OperatorDecision(
                 replicas=model.round_replicas(raw, op.min_replicas, op.max_replicas),
                 predicted_load=load,
