@@ -6,14 +6,25 @@ A bad value stops the service at start with a message naming the variable
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import sys
 from typing import Literal, NoReturn, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.stabilise import Stabilisation
+from shared.stabilise import DEFAULT_STABILISER, PRESETS, Stabilisation
 from shared.topics import Topics
+
+# What the services run when a user sets nothing (SPS_POLICY, SPS_PREDICTOR): the Basic
+# forecast sized at 70 % utilisation, with the calm stabiliser (shared.stabilise) on top.
+# Chosen on benchmarks/bench_control.py's dominance group (docs/2026-11-24-control.md):
+# it saves more than DS2 and AUTOSCALE on every trace of the set at a mean latency within
+# a few ms of DS2's on most. The library's
+# own default (``make_policy("pa-sps")``) stays the paper's LR.
+DEFAULT_POLICY = "pa-sps"
+DEFAULT_PREDICTOR = "basic@0.7"
 
 
 class ServiceSettings(BaseSettings):
@@ -74,44 +85,55 @@ class MonitorSettings(ServiceSettings):
 
 
 class AnalyzeSettings(ServiceSettings):
-    policy: str = "pa-sps"
-    predictor: str = "lr"  # or "auto" (the most accurate recently: shared/selection.py), "bandit"
+    policy: str = DEFAULT_POLICY
+    # basic, lr, fft, ann, rf; "auto" (the most accurate recently: shared/selection.py),
+    # "bandit"; "@U" sizes at utilisation U (e.g. basic@0.7)
+    predictor: str = DEFAULT_PREDICTOR
     latency_goal_ms: float | None = Field(default=None, gt=0)  # pa-sps:bandit's reward
 
 
 class PlanSettings(ServiceSettings):
     budget: int | None = Field(default=None, ge=0)
-    # shared/stabilise.py: scale in only to the highest count asked for in this window, and
-    # only as far as the raw need plus a margin (replicas); no scale-in while a backlog is
-    # caught up; at most max_step replicas more or fewer per operator per plan. All off by
-    # default.
-    scale_down_window_s: float = Field(default=0.0, ge=0)
+    # shared/stabilise.py: fewer, calmer rescales. A preset by name ("calm", measured:
+    # README, "No flapping"; "none": the papers' policies as written), and each rule may
+    # be set on its own over it (unset: the preset's). The window is in seconds here.
+    stabiliser: str = DEFAULT_STABILISER
+    scale_down_window_s: float | None = Field(default=None, ge=0)
     max_step: int | None = Field(default=None, ge=1)
-    scale_down_margin: float = Field(default=0.0, ge=0)
-    hold_on_backlog: bool = False
+    scale_down_margin: float | None = Field(default=None, ge=0)
+    hold_on_backlog: bool | None = None
     # a raw need at most this many replicas (or this fraction of the count) above the
     # count does not scale out; a scale-in of less than this fraction of the count is
     # held; a need that fell through the whole window is followed at its latest ask
-    scale_up_tolerance: float = Field(default=0.0, ge=0)
-    scale_up_tolerance_ratio: float = Field(default=0.0, ge=0)
-    scale_down_tolerance_ratio: float = Field(default=0.0, ge=0, lt=1)
-    follow_falling_need: bool = False
+    scale_up_tolerance: float | None = Field(default=None, ge=0)
+    scale_up_tolerance_ratio: float | None = Field(default=None, ge=0)
+    scale_down_tolerance_ratio: float | None = Field(default=None, ge=0, lt=1)
+    follow_falling_need: bool | None = None
     # the user's goal: each operator gets at least the replicas that clear its backlog
     # within it (shared.plan.goal_replicas); a need beyond the pool marks the plan short
     latency_goal_ms: float | None = Field(default=None, gt=0)
 
+    @field_validator("stabiliser")
+    @classmethod
+    def _known_preset(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError(f"unknown stabiliser {v!r}; choose from {', '.join(PRESETS)}")
+        return v
+
     def stabilisation(self) -> Stabilisation:
-        """The stabiliser's rules but the window, which is in seconds here and in
-        intervals there (the plan service converts it at its first analysis)."""
-        return Stabilisation(
-            max_step=self.max_step,
-            scale_down_margin=self.scale_down_margin,
-            hold_on_backlog=self.hold_on_backlog,
-            scale_up_tolerance=self.scale_up_tolerance,
-            scale_up_tolerance_ratio=self.scale_up_tolerance_ratio,
-            scale_down_tolerance_ratio=self.scale_down_tolerance_ratio,
-            follow_falling_need=self.follow_falling_need,
+        """The preset with the rules set here over it; the window in intervals of td."""
+        preset = PRESETS[self.stabiliser]
+        window = (
+            preset.scale_down_window
+            if self.scale_down_window_s is None
+            else math.ceil(self.scale_down_window_s / self.td - 1e-9)
         )
+        rules = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(Stabilisation)
+            if f.name != "scale_down_window" and getattr(self, f.name) is not None
+        }
+        return dataclasses.replace(preset, scale_down_window=window, **rules)
 
 
 class ExecuteSettings(ServiceSettings):

@@ -214,7 +214,9 @@ CALM = Stabilisation(
     scale_down_tolerance_ratio=0.15,
     follow_falling_need=True,
 )
-PRESETS = {"calm": CALM}
+PRESETS = {"calm": CALM, "none": Stabilisation()}
+# What a user who sets nothing gets (SPS_STABILISER; README, "No flapping")
+DEFAULT_STABILISER = "calm"
 
 
 def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
@@ -229,8 +231,10 @@ def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
 
 
 def plan_env(rules: Stabilisation, td: float) -> dict[str, str]:
-    """The plan service's settings (shared.settings.PlanSettings) for these rules."""
+    """The plan service's settings (shared.settings.PlanSettings) for exactly these rules
+    (no preset under them: ``Stabilisation()`` gives a plan with no stabiliser)."""
     env = {
+        "SPS_STABILISER": "none",
         "SPS_SCALE_DOWN_WINDOW_S": str(rules.scale_down_window * td),
         "SPS_SCALE_DOWN_MARGIN": str(rules.scale_down_margin),
         "SPS_HOLD_ON_BACKLOG": str(rules.hold_on_backlog).lower(),

@@ -8,6 +8,12 @@ import sys
 from typing import Any
 
 from shared.connections import kafka_config
+from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
+
+PREDICTOR_HELP = (
+    "pa-sps's forecast: basic, lr, fft, ann, rf, auto or bandit; PREDICTOR@U sizes at "
+    f"utilisation U (default {DEFAULT_PREDICTOR})"
+)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -58,16 +64,15 @@ SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
 
 def goal_env(args: argparse.Namespace) -> dict[str, str]:
     """--latency-goal-ms (the one goal: the plan scales for it, LAS sheds only when the
-    plan is short) and --calm (shared.stabilise.CALM) as the services' settings."""
-    from shared.settings import ServiceSettings
-    from shared.stabilise import CALM, plan_env
-
+    plan is short) and --stabiliser (a preset of shared.stabilise) as the services'
+    settings."""
     env = {"SPS_LATENCY_GOAL_MS": str(args.latency_goal_ms)} if args.latency_goal_ms else {}
-    # CALM's window is in intervals; the plan service takes seconds (SPS_TD's intervals)
-    return {**env, **(plan_env(CALM, ServiceSettings().td) if args.calm else {})}
+    return {**env, **({"SPS_STABILISER": args.stabiliser} if args.stabiliser else {})}
 
 
 def _goal_arguments(p: Any) -> None:
+    from shared.stabilise import DEFAULT_STABILISER, PRESETS
+
     p.add_argument(
         "--latency-goal-ms",
         type=float,
@@ -75,7 +80,10 @@ def _goal_arguments(p: Any) -> None:
         "largest pool or the budget cannot (default: none)",
     )
     p.add_argument(
-        "--calm", action="store_true", help="the measured stabiliser (README, 'No flapping')"
+        "--stabiliser",
+        choices=list(PRESETS),
+        help=f"the plan's stabiliser preset (default: SPS_STABILISER or {DEFAULT_STABILISER}; "
+        "'none': the policy's counts as they come)",
     )
 
 
@@ -248,8 +256,8 @@ def register(sub: Any) -> None:
     p.add_argument("--topology", default="twitter_remote")
     p.add_argument("--trace", default="short-spikes")
     p.add_argument("--duration", type=float, default=120.0, help="seconds of replay")
-    p.add_argument("--policy", default="pa-sps")
-    p.add_argument("--predictor", default="lr")
+    p.add_argument("--policy", default=DEFAULT_POLICY)
+    p.add_argument("--predictor", default=DEFAULT_PREDICTOR, help=PREDICTOR_HELP)
     p.add_argument("--peak-rate", type=float, help="default: the rate needing ~80%% of the pool")
     p.add_argument("--tau-ms", type=float, help="LAS queuing-latency goal (default: no shedding)")
     p.add_argument("--out", help="run folder (default runs/demo-<time>)")
@@ -267,8 +275,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("up", help="start the ensemble on this machine until Ctrl-C")
     p.add_argument("--topology", default="twitter_remote")
-    p.add_argument("--policy", default="pa-sps")
-    p.add_argument("--predictor", default="lr")
+    p.add_argument("--policy", default=DEFAULT_POLICY)
+    p.add_argument("--predictor", default=DEFAULT_PREDICTOR, help=PREDICTOR_HELP)
     p.add_argument("--tau-ms", type=float)
     p.add_argument("--out", default="runs/up")
     p.add_argument(

@@ -22,7 +22,8 @@ from shared import topology as topology_mod
 from shared.kafka_io import read_topic
 from shared.knowledge_base import Keys
 from shared.redis_client import redis_client
-from shared.settings import ServiceSettings
+from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, PlanSettings, ServiceSettings
+from shared.stabilise import Stabilisation
 
 # The default peak's ceiling: a pipeline whose measured costs are microseconds would
 # otherwise be replayed at hundreds of thousands of events/s, far past what the engine's
@@ -39,12 +40,20 @@ def default_peak(topo: topology_mod.Topology) -> float:
     return min(0.8 * pool, MAX_DEFAULT_PEAK_EPS)
 
 
+def planned_stabilisation(env: dict[str, str]) -> Stabilisation:
+    """The stabiliser the plan service will run with ``env`` over this process's own
+    environment (``shared.settings.PlanSettings``: the preset, then single rules)."""
+    fields = PlanSettings.model_fields
+    given: dict[str, Any] = {k[4:].lower(): v for k, v in env.items() if k.startswith("SPS_")}
+    return PlanSettings(**{k: v for k, v in given.items() if k in fields}).stabilisation()
+
+
 def run(
     topology: str = "twitter_remote",
     trace_name: str = "short-spikes",
     duration: float = 120.0,
-    policy: str = "pa-sps",
-    predictor: str = "lr",
+    policy: str = DEFAULT_POLICY,
+    predictor: str = DEFAULT_PREDICTOR,
     peak_rate: float | None = None,
     tau_ms: float | None = None,
     run_dir: Path | None = None,
@@ -180,8 +189,10 @@ def run(
 
         sc = Scenario(topology, trace_name, duration, peak)
         spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
+        rules = planned_stabilisation(env)  # the plan service's, read as it reads them
         rep["simulated"] = {
-            s: simulated(sc, s, LIVE_ENGINE)[0] for s in (spec, "static:1", "static:8")
+            s: simulated(sc, s, LIVE_ENGINE, stabilisation=rules if s == spec else None)[0]
+            for s in (spec, "static:1", "static:8")
         }
     rep["tau_ms"] = tau_ms
     measured = report_mod.replay_window([s for s in stats if s["interval"] >= replay_from])

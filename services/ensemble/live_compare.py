@@ -201,7 +201,8 @@ def run(
     for spec in policies:
         name, preset = split_spec(spec)  # pa-sps:lr+calm: the calm stabiliser, both sides
         rules = preset or stabilisation
-        calm_env = plan_env(rules, sc.td) if rules is not None else {}
+        # the live plan runs the rules the forecast runs: none unless the spec names some
+        calm_env = plan_env(rules or Stabilisation(), sc.td)
         run_dir = out_dir / spec.replace(":", "-").replace("+", "-")
         out = demo.run(
             topology=sc.topology,

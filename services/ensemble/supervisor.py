@@ -19,6 +19,7 @@ from pathlib import Path
 
 from shared import embedded
 from shared.embedded import PrerequisiteError, free_port
+from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 
@@ -184,8 +185,8 @@ def check_prerequisites() -> None:
 def up(
     topology: str,
     run_dir: Path,
-    policy: str = "pa-sps",
-    predictor: str = "lr",
+    policy: str = DEFAULT_POLICY,
+    predictor: str = DEFAULT_PREDICTOR,
     tau_ms: float | None = None,
     td: float = 1.0,
     extra_env: dict[str, str] | None = None,

@@ -11,11 +11,12 @@ from shared.settings import PlanSettings, settings_or_exit
 
 
 def build(settings: PlanSettings) -> ServiceApp:
+    rules = settings.stabilisation()
     planner = Planner(
         service_topology(settings),
         settings.budget,
-        settings.stabilisation(),
-        settings.scale_down_window_s,
+        rules,
+        rules.scale_down_window * settings.td,
         settings.latency_goal_ms,
         settings.cores_or_local(),
     )

@@ -40,16 +40,15 @@ def _utilisation(text: str, spec_arg: str) -> float:
 
 def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
     """``pa-sps:PREDICTOR`` or ``pa-sps:PREDICTOR@U``: Eq. 2 at a utilisation target U."""
-    arg, _, u_text = (arg or "").partition("@")
-    policy = _pa_sps_predictor(topo, arg or None, opts)
+    arg, _, u_text = (arg or opts.get("predictor") or "lr").partition("@")
+    policy = _pa_sps_predictor(topo, arg, opts)
     if u_text:
         policy.target_utilisation = _utilisation(u_text, f"{arg}@{u_text}")
         policy.name = f"{policy.name}@{u_text}"
     return policy
 
 
-def _pa_sps_predictor(topo: Topology, arg: str | None, opts: dict[str, Any]) -> PASPS:
-    predictor = arg or opts.get("predictor") or "lr"
+def _pa_sps_predictor(topo: Topology, predictor: str, opts: dict[str, Any]) -> PASPS:
     kw = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
     if predictor == "auto":  # the recently most accurate predictor (shared/selection.py)
         return pa_sps_auto(topo, **kw)

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from services.runtime import SHUTDOWN_GRACE_S
 from shared import embedded
 from tests.support.processes import ServiceProcess
 
@@ -36,8 +37,9 @@ def test_a_service_exits_soon_after_sigterm(redis_url, broker_gone, name):
         svc = ServiceProcess(name, env).start()
         svc.wait_healthy(120)
         if not broker_gone:
-            # the watchdog exits 5 s after SIGTERM at the latest; 15 s leaves room
-            assert _exit_time(svc, 30) < 15
+            # the README's promise: gone within the watchdog's 5 s of SIGTERM (+1 s for
+            # the watchdog's own exit and the reaping, not for a slower shutdown)
+            assert _exit_time(svc, 30) < SHUTDOWN_GRACE_S + 1
             return
     # the broker's context has ended: it is gone. Apache Kafka shuts down in a controlled
     # way (its group coordinator leaves first), and a faust service may already have
@@ -45,4 +47,4 @@ def test_a_service_exits_soon_after_sigterm(redis_url, broker_gone, name):
     if not svc.alive():
         print(name, "stopped with the broker:", svc.log.read_text()[-500:])
         return
-    assert _exit_time(svc, 30) < 15
+    assert _exit_time(svc, 30) < SHUTDOWN_GRACE_S + 1

@@ -153,6 +153,7 @@ def test_relative_tolerances_hold_small_changes_at_a_high_count():
 def test_the_plan_service_settings_carry_every_rule(monkeypatch):
     from shared.settings import PlanSettings
 
+    monkeypatch.setenv("SPS_STABILISER", "none")
     monkeypatch.setenv("SPS_SCALE_UP_TOLERANCE_RATIO", "0.2")
     monkeypatch.setenv("SPS_SCALE_DOWN_TOLERANCE_RATIO", "0.15")
     monkeypatch.setenv("SPS_FOLLOW_FALLING_NEED", "true")
@@ -171,16 +172,37 @@ def test_the_calm_preset_survives_the_trip_through_the_plan_services_environment
 ):
     """compare --live hands CALM to the plan service as SPS_* variables (plan_env); the
     service reads them back (PlanSettings): every rule arrives, the window in seconds."""
-    import dataclasses
 
     from shared.settings import PlanSettings
     from shared.stabilise import CALM, plan_env
 
     for name, value in plan_env(CALM, 2.0).items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SPS_TD", "2.0")
     settings = PlanSettings()
     assert settings.scale_down_window_s == 6.0
-    assert settings.stabilisation() == dataclasses.replace(CALM, scale_down_window=0)
+    assert settings.stabilisation() == CALM  # 6 s = 3 intervals of 2 s
+
+
+def test_the_plan_service_runs_the_calm_preset_unless_told_otherwise(monkeypatch):
+    """A user who sets nothing gets the measured stabiliser; SPS_STABILISER=none gives the
+    papers' policies as written; a rule set on its own goes over the preset."""
+    from shared.settings import PlanSettings
+    from shared.stabilise import CALM
+
+    monkeypatch.setenv("SPS_TD", "1.0")
+    assert PlanSettings().stabilisation() == CALM
+    monkeypatch.setenv("SPS_STABILISER", "none")
+    assert PlanSettings().stabilisation() == Stabilisation()
+    monkeypatch.setenv("SPS_STABILISER", "calm")
+    monkeypatch.setenv("SPS_SCALE_DOWN_WINDOW_S", "10")
+    monkeypatch.setenv("SPS_HOLD_ON_BACKLOG", "false")
+    rules = PlanSettings().stabilisation()
+    assert (rules.scale_down_window, rules.hold_on_backlog) == (10, False)
+    assert rules.scale_down_margin == CALM.scale_down_margin
+    monkeypatch.setenv("SPS_STABILISER", "wild")
+    with pytest.raises(ValueError, match="unknown stabiliser 'wild'"):
+        PlanSettings()
 
 
 def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
@@ -213,6 +235,7 @@ def test_a_preset_rides_on_the_policy_spec():
     with pytest.raises(ValueError, match="unknown stabiliser preset 'x'"):
         split_spec("ds2+x")
     assert plan_env(CALM, 2.0) == {
+        "SPS_STABILISER": "none",
         "SPS_SCALE_DOWN_WINDOW_S": "6.0",
         "SPS_SCALE_DOWN_MARGIN": "0.35",
         "SPS_HOLD_ON_BACKLOG": "true",
