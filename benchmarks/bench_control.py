@@ -51,7 +51,7 @@ REAL_TRACES = (
 BUNDLED = ("spikes", "short-spikes", "flash-crowd")
 SINGLES = ("pa-sps:basic", "pa-sps:lr", "pa-sps:fft", "pa-sps:ann", "pa-sps:rf")
 SELECTION = ("pa-sps:auto", *SINGLES)
-RECOMMENDED = "pa-sps:lr+calm"  # the candidate until a dominating configuration is found
+RECOMMENDED = "pa-sps:basic@0.7+calm"  # the services' defaults (shared.settings)
 DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
 
 

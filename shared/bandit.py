@@ -7,8 +7,14 @@ PA-SPS leaves the predictor to the operator. Its authors later added a bandit
     reward = w_lat (1 − lat_n) + w_deg (1 − deg_n) + w_sav sav_n,
 
 each term normalised to [0, 1] by fixed bounds, and its value Q updated by an exponential
-moving average; the next arm maximises Q + c √(ln T / (N + 1)) after a cold-start round that
-tries every arm once, and an arm is kept for ``cooldown`` windows. We follow that, with:
+moving average; the next arm maximises Q + c √(ln T / (N + 1)). We follow the authors'
+newest version (commit 49651d8, November 2025): degradation normalised against 0.10 (their
+example SLA), no cooldown (an arm may change every window), no cold-start round (the
+bonus of an untried arm does the exploring), saved = (baseline − replicas) / baseline,
+which with the pool as the baseline is the paper's saved resources. Their earlier version
+(0.25, a 2-window cooldown, a cold start, replicas / pool as the "saving") is
+``UCB(cooldown=2, cold_start=True)`` with ``RewardBounds(degradation=(0, 0.25))``.
+Where we differ:
 
 * UCB rather than Thompson sampling: deterministic (the simulator and the services make
   the same choices on the same trace, tests can state them), no prior to choose for a
@@ -16,8 +22,8 @@ tries every arm once, and an arm is kept for ``cooldown`` windows. We follow tha
   trace whose best predictor changes (a spike, then calm).
 * latency normalised against the user's goal (0 at no latency, 1 at the goal or above)
   instead of the authors' fixed 50-500 ms;
-* saving as the paper defines saved resources, 1 − replicas / pool (``mab.go`` passes
-  replicas / pool, the used share, as the saving: see the README's deviations).
+* saved resources over the whole pool (the authors' ``baseline_replicas`` setting, which
+  falls back to the current total, making the saving 0, when unset).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ class RewardBounds:
     """What maps to 0 and 1 in each normalised term (``mab.go``'s ``NormBounds``)."""
 
     latency_ms: tuple[float, float] = (0.0, 5_000.0)
-    degradation: tuple[float, float] = (0.0, 0.25)
+    degradation: tuple[float, float] = (0.0, 0.10)
     saving: tuple[float, float] = (0.0, 0.5)
 
     @classmethod
@@ -74,7 +80,8 @@ class UCB:
     arms: tuple[str, ...]
     c: float = 2.0
     alpha: float = 0.1  # EMA step of an arm's value
-    cooldown: int = 2  # windows an arm is kept once chosen
+    cooldown: int = 0  # windows an arm is kept once chosen (0, 1: switch every window)
+    cold_start: bool = False  # try every arm once before scoring
     q: dict[str, float] = field(default_factory=dict)
     n: dict[str, int] = field(default_factory=dict)
     t: int = 0
@@ -95,9 +102,9 @@ class UCB:
         if self.current is not None and self._kept < self.cooldown:
             self._kept += 1
             return self.current
-        untried = [a for a in self.arms if self.n[a] == 0]
+        untried = [a for a in self.arms if self.n[a] == 0] if self.cold_start else []
         self.t += 1
-        # cold start: every arm once; then the best score (the first arm listed on a tie)
+        # cold start (if on): every arm once; then the best score (the first arm on a tie)
         self.current = untried[0] if untried else max(self.arms, key=self.score)
         self._kept = 1
         return self.current
