@@ -55,6 +55,9 @@ class Setup:
     # Until the first sketch, a Δ probe on every k-th admitted tuple (0: none, as Listing
     # 3.2; see LasShedder).
     bootstrap_probe_every: int = 8
+    # Once sketches flow, keep re-anchoring Ĉ with one Δ probe at a time (LasShedder's
+    # keep_probing; False: Listing 3.2, probes only after a new sketch).
+    keep_probing: bool = True
 
     def __post_init__(self) -> None:
         if self.distribution not in DISTRIBUTIONS:
@@ -182,6 +185,7 @@ def build_shedder(kind: str, setup: Setup, stream: Stream, seed: int) -> Shedder
             epsilon=setup.epsilon,
             bootstrap_mean=boot,
             bootstrap_probe_every=setup.bootstrap_probe_every,
+            keep_probing=setup.keep_probing,
         )
     if kind == "strawman":
         return StrawManShedder(goal, stream.mean_duration)

@@ -188,8 +188,13 @@ class CostModelShedder(Shedder):
                 self.state = ShedderState.RUN
                 if self.on_piggyback is not None:
                     self.on_piggyback(k, c_hat)
+                self._probe_sent()
+                probe_every = self._probe_every()
         self.C_hat = c_hat
         return drop
+
+    def _probe_sent(self) -> None:
+        """A hook: Ĉ was just piggy-backed on an admitted tuple."""
 
     def admit(self, key: int, now: float) -> float:
         """Admit one tuple regardless of CHECK, recording its wait in the goal like any
@@ -224,6 +229,15 @@ class LasShedder(CostModelShedder):
     answers any piggy-backed Ĉ) re-anchors Ĉ to real completions. A benchmarked mean
     below the stream's true W̄ otherwise builds, unseen, a backlog over the ≥ 2N tuples
     before the first stable sketch, and every later tuple waits behind it.
+
+    ``keep_probing`` (beyond Listing 3.2, which piggy-backs Ĉ only after a new sketch):
+    once sketches flow, piggy-back Ĉ on the next admitted tuple whenever no Δ is awaited,
+    so Ĉ is re-anchored to real completions about once per queue length. Without it a
+    stable sketch stops the Δ replies, and Ĉ drifts from the real backlog as a random walk
+    of the per-tuple estimate errors (w − ŵ): on the §5.1 grid the real mean queuing
+    latency reached 2.3 τ on a uniform stream, where the collided sketch estimates each
+    tuple near the mean. One probe at a time, because a second Ĉ piggy-backed before the
+    first Δ is applied carries the same error again and the two Δs correct it twice.
     """
 
     name = "las"
@@ -235,8 +249,11 @@ class LasShedder(CostModelShedder):
         replicas: int = 1,
         bootstrap_mean: float | None = None,
         bootstrap_probe_every: int = 0,
+        keep_probing: bool = False,
     ) -> None:
         super().__init__(goal, correction=epsilon, replicas=replicas)
+        self.keep_probing = keep_probing
+        self._awaiting_delta = False
         if bootstrap_probe_every < 0:
             raise ValueError(f"bootstrap_probe_every must be >= 0, got {bootstrap_probe_every}")
         self.bootstrap_mean = bootstrap_mean
@@ -252,7 +269,16 @@ class LasShedder(CostModelShedder):
         self.sketches_received += 1
 
     def _probe_every(self) -> int:
-        return self.bootstrap_probe_every if self.pair is None else 0
+        if self.pair is None:
+            return self.bootstrap_probe_every
+        return 1 if self.keep_probing and not self._awaiting_delta else 0
+
+    def _probe_sent(self) -> None:
+        self._awaiting_delta = self.keep_probing and self.pair is not None
+
+    def apply_delta(self, delta: float) -> None:
+        super().apply_delta(delta)
+        self._awaiting_delta = False
 
     def _estimates(self, keys: np.ndarray) -> np.ndarray:
         if self.pair is None:

@@ -140,6 +140,37 @@ def test_bootstrap_probes_every_kth_admitted_tuple_until_the_first_sketch():
     assert carried == [(0, pytest.approx(0.013))]
 
 
+def test_keep_probing_sends_one_probe_at_a_time():
+    """After the first sketch, with keep_probing: Ĉ rides on the first admitted tuple
+    (charged 2 ms each: Ĉ = 2 ms), then on none of the next three until its Δ is applied;
+    the next batch then probes its first tuple again (4 × 2 ms + Δ 1 ms + 2 ms = 11 ms)."""
+    s = LasShedder(AverageQueuingLatency(10.0), epsilon=0.0, keep_probing=True)
+    pair = SketchPair.empty(Hashes.draw(2, 64, seed=0))
+    pair.update(np.array([0]), np.array([0.002]))
+    s.receive_sketch(pair)
+    carried: list[tuple[int, float]] = []
+    s.on_piggyback = lambda k, c: carried.append((k, c))
+    s.shed_batch(np.zeros(2, dtype=np.int64), np.zeros(2))
+    s.shed_batch(np.zeros(2, dtype=np.int64), np.zeros(2))
+    assert carried == [(0, pytest.approx(0.002))]  # the Δ is still awaited
+    s.apply_delta(0.001)
+    s.shed_batch(np.zeros(2, dtype=np.int64), np.zeros(2))
+    assert carried[1] == (0, pytest.approx(0.011))
+
+
+def test_without_probes_a_stable_sketch_lets_the_queue_drift_past_tau():
+    """The §5.1 setup on a uniform stream (every tuple's sketch estimate near the mean):
+    Listing 3.2's protocol (no Δ once the sketch is stable) lets the real mean queuing
+    latency exceed τ by over half; re-anchoring Ĉ keeps it within 1.25 τ."""
+    paper = shed_sim.Setup(distribution="uniform", keep_probing=False)
+    probing = shed_sim.Setup(distribution="uniform")
+    tau = paper.tau_ms
+    drift = shed_sim.summarise_runs("las", paper, runs=3, seed=0)["avg_queuing_latency_ms"]
+    held = shed_sim.summarise_runs("las", probing, runs=3, seed=0)["avg_queuing_latency_ms"]
+    assert drift > 1.5 * tau
+    assert held <= 1.25 * tau
+
+
 def test_shedding_ratio_is_relative_to_base_line():
     """§5.1: λ = (d^alg − d^BaseLine) / d^BaseLine: 120 drops against 100 is +0.2, 90 is
     −0.1; undefined when Base Line drops nothing."""
@@ -221,7 +252,7 @@ def test_same_seed_same_result():
 
 def test_message_count_is_order_m_over_n():
     """Theorem 3.3: O(m/N) messages from the operator (sketches and Δ replies)."""
-    setup = shed_sim.Setup(underprovision=0.0, bootstrap_probe_every=0)
+    setup = shed_sim.Setup(underprovision=0.0, bootstrap_probe_every=0, keep_probing=False)
     for window in (256, 1024):
         s = shed_sim.Setup(**{**setup.__dict__, "window": window})
         o = shed_sim.run("las", s, shed_sim.make_stream(s, 1), 1)
