@@ -21,7 +21,7 @@ from typing import Any
 from shared import traces
 from shared.policies import make_policy
 from shared.run_metrics import RunMetrics
-from shared.simulator import Limits, simulate
+from shared.simulator import LIVE_ENGINE, EngineModel, Limits, simulate
 from shared.topology import Operator, Topology, linear
 
 TD_S = 30.0
@@ -88,9 +88,31 @@ def specs_for(trace: str) -> list[str]:
     return [f"pa-sps:{p}" for p in PREDICTORS] + statics
 
 
-def run(trace_name: str, retrain_every: int | None = None, max_fits: int = 400) -> list[Row]:
+ENGINES = ("ideal", "live")
+
+
+def engine_model(name: str) -> EngineModel:
+    """``ideal``: no engine costs (the model alone). ``live``: this project's engine as
+    calibrated (``LIVE_ENGINE``: a per-operator hop, 0.85 of 1/et delivered, a plan taking
+    effect ~0.5 s after its interval) with the plan delay kept in seconds at td = 30 s."""
+    if name == "ideal":
+        return EngineModel()
+    if name == "live":
+        return EngineModel(
+            hop_s=LIVE_ENGINE.hop_s,
+            efficiency=LIVE_ENGINE.efficiency,
+            plan_delay=LIVE_ENGINE.plan_delay * 1.0 / TD_S,  # calibrated at td = 1 s
+        )
+    raise ValueError(f"engine {name!r}: choose from {ENGINES}")
+
+
+def run(
+    trace_name: str, retrain_every: int | None = None, max_fits: int = 400, engine: str = "ideal"
+) -> list[Row]:
     """Every row of the paper's table for one trace. ANN/RF are fitted every analysis, or
-    evenly ``max_fits`` times when the trace has more analyses (``retrain_every`` wins)."""
+    evenly ``max_fits`` times when the trace has more analyses (``retrain_every`` wins).
+    ``engine``: ``engine_model``'s name."""
+    model = engine_model(engine)
     trace = traces.load(trace_name)
     pool = POOL_PER_OPERATOR.get(trace_name, 8)
     arrivals = trace.per_interval(TD_S)
@@ -101,6 +123,6 @@ def run(trace_name: str, retrain_every: int | None = None, max_fits: int = 400) 
     rows = []
     for spec in specs_for(trace_name):
         policy = make_policy(spec, topo, retrain_every=cadence, td=TD_S)
-        res = simulate(topo, arrivals, policy, TD_S, limits=LIMITS, drain_intervals=2)
+        res = simulate(topo, arrivals, policy, TD_S, limits=LIMITS, drain_intervals=2, engine=model)
         rows.append(Row(trace_name, spec, res.metrics, PUBLISHED.get(trace_name, {}).get(spec)))
     return rows

@@ -418,7 +418,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from shared import reproduce
 
     names = [t.strip() for t in args.traces.split(",") if t.strip()]
-    rows = [r for name in names for r in reproduce.run(name, args.retrain_every)]
+    rows = [
+        r for name in names for r in reproduce.run(name, args.retrain_every, engine=args.engine)
+    ]
     if args.json:
         print(json.dumps([r.as_dict() for r in rows]))
         return 0
@@ -478,6 +480,13 @@ def register(sub: Any) -> None:
         help="the authors' traces (../shared/traces/)",
     )
     p.add_argument("--retrain-every", type=int, help="ANN/RF fit cadence (default: every td)")
+    p.add_argument(
+        "--engine",
+        choices=["ideal", "live"],
+        default="ideal",
+        help="ideal: the model alone; live: with this project's calibrated engine costs "
+        "(shared.reproduce.engine_model)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reproduce)
 
