@@ -12,7 +12,7 @@ from __future__ import annotations
 import ssl
 from typing import Any, Literal
 
-from pydantic import SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -21,14 +21,22 @@ class KafkaSecurity(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SPS_KAFKA_", extra="ignore")
 
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    ssl_ca_location: str | None = None
-    ssl_certificate_location: str | None = None
-    ssl_key_location: str | None = None
-    ssl_key_password: SecretStr | None = None
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="Every Kafka client's security.protocol."
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        default="PLAIN", description="sasl.mechanism with a SASL protocol."
+    )
+    sasl_username: str | None = Field(default=None, description="SASL user name.")
+    sasl_password: SecretStr | None = Field(default=None, description="SASL password (secret).")
+    ssl_ca_location: str | None = Field(default=None, description="CA certificate file (TLS).")
+    ssl_certificate_location: str | None = Field(
+        default=None, description="Client certificate file (mutual TLS)."
+    )
+    ssl_key_location: str | None = Field(default=None, description="Client key file.")
+    ssl_key_password: SecretStr | None = Field(
+        default=None, description="The client key's password (secret)."
+    )
 
     @property
     def sasl(self) -> bool:
@@ -116,9 +124,9 @@ class RedisSecurity(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SPS_REDIS_", extra="ignore")
 
-    username: str | None = None
-    password: SecretStr | None = None
-    ssl_ca_certs: str | None = None
+    username: str | None = Field(default=None, description="Redis ACL user name.")
+    password: SecretStr | None = Field(default=None, description="Redis password (secret).")
+    ssl_ca_certs: str | None = Field(default=None, description="CA certificates for rediss://.")
 
     def client_kwargs(self, url: str) -> dict[str, Any]:
         kw: dict[str, Any] = {}

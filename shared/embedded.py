@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
@@ -61,8 +60,10 @@ def broker_binary() -> str:
 def kafka_home() -> Path:
     """Where ``make kafka`` put the broker's jars (``libs/``): ``SPS_KAFKA_HOME``, else a
     cache outside the repository."""
+    from shared.settings import LocalSettings
+
     default = Path.home() / ".cache" / "elastic-sps" / f"kafka-{KAFKA_VERSION}"
-    return Path(os.environ.get("SPS_KAFKA_HOME") or default)
+    return Path(LocalSettings().kafka_home or default)
 
 
 # Sized for one machine beside Spark: the broker's own threads and a small heap.
@@ -189,10 +190,14 @@ def wait_metadata(bootstrap: str, timeout: float = 60.0) -> None:
 
 def broker_kind() -> str:
     """``SPS_EMBEDDED_BROKER``: ``kafka`` (Apache Kafka, the default) or ``tansu``."""
-    kind = os.environ.get("SPS_EMBEDDED_BROKER", "kafka")
-    if kind not in ("kafka", "tansu"):
-        raise PrerequisiteError(f"SPS_EMBEDDED_BROKER must be kafka or tansu, got {kind!r}")
-    return kind
+    from pydantic import ValidationError
+
+    from shared.settings import LocalSettings
+
+    try:
+        return LocalSettings().embedded_broker
+    except ValidationError:
+        raise PrerequisiteError("SPS_EMBEDDED_BROKER must be kafka or tansu") from None
 
 
 @contextlib.contextmanager

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import logging
-import os
 
 
 def configure_logging(service: str) -> None:
+    from shared.settings import LocalSettings
+
     logging.basicConfig(
-        level=os.environ.get("SPS_LOG_LEVEL", "INFO").upper(),
+        level=LocalSettings().log_level.upper(),
         format=f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s",
         force=True,
     )

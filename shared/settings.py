@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from typing import Literal, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -27,40 +27,89 @@ DEFAULT_POLICY = "pa-sps"
 DEFAULT_PREDICTOR = "basic@0.7"
 
 
+def _f(default: Any, description: str, **constraints: Any) -> Any:
+    """A field with its description (the README's settings table is generated from it)."""
+    return Field(default=default, description=description, **constraints)
+
+
+class LocalSettings(BaseSettings):
+    """What every process on this machine reads, services, command line and tests alike."""
+
+    model_config = SettingsConfigDict(env_prefix="SPS_", extra="ignore")
+
+    log_level: str = _f("INFO", "Python logging level of every process (DEBUG, INFO, ...).")
+    embedded_broker: Literal["kafka", "tansu"] = _f(
+        "kafka", "The broker `up`, `demo` and the tests start when none is given: Apache Kafka."
+    )
+    kafka_home: str | None = _f(
+        None, "Apache Kafka's unpacked distribution (default: ~/.cache/elastic-sps/kafka-*)."
+    )
+    trace_dir: str | None = Field(
+        default=None,
+        validation_alias="ELASTIC_SPS_TRACE_DIR",
+        description="A folder of trace CSVs that trace names are also looked up in.",
+    )
+    external_kafka: str | None = Field(
+        default=None,
+        validation_alias="KAFKA_BOOTSTRAP_SERVERS",
+        description="`up`, `demo` and the tests use this broker instead of starting one.",
+    )
+    external_redis: str | None = Field(
+        default=None,
+        validation_alias="REDIS_URL",
+        description="`up`, `demo` and the tests use this Redis instead of starting one.",
+    )
+
+
 class ServiceSettings(BaseSettings):
+    """Every service's: where the broker, Redis and the topology are, and the interval."""
+
     model_config = SettingsConfigDict(env_prefix="SPS_", extra="ignore", env_nested_delimiter="__")
 
-    kafka_bootstrap_servers: str = "127.0.0.1:9092"
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    key_prefix: str = "sps"
-    topology: str = "twitter"
-    td: float = Field(default=1.0, gt=0)
-    web_port: int = Field(default=0, ge=0, le=65535)  # 0: pick a free port
-    web_host: str = "127.0.0.1"
-    kafka_session_timeout_s: float = Field(default=6.0, gt=0)
-    # The longest a faust service's fetch waits for records (services/faust_fetch.py:
-    # faust fixes 1,500 ms, and the embedded broker answers only when it runs out).
-    kafka_fetch_max_wait_ms: int = Field(default=50, ge=1, le=30_000)
-    topics: Topics = Field(default_factory=Topics)
-    # Record every event id at every stage (shared/id_ledger.py): the report's `lost` by
-    # id, per operator. Costs Redis memory per event: runs, tests and audits.
-    track_ids: bool = False
-    # Run the whole loop and record every decision, but change no replica count (execute
-    # logs what it would have applied): for trying a policy on a production pipeline.
-    dry_run: bool = False
-    # The dataplane's: a task keeps serving its active replicas' partitions for
-    # task_window_s after it starts, reading what upstream produces meanwhile, so an event
-    # crosses several operators in one micro-batch instead of waiting for one batch per
-    # hop: twitter at 50 % load, mean latency 4.1 s -> 0.74 s (README, "An event crosses
-    # the operators in one batch"). Between two batches (~0.15 s) no replica serves: a
-    # longer window loses less of the pool's capacity (0.6 s -> 1.0 s: static:8 0.90 ->
-    # 0.66 s mean on short-spikes). 0: a task reads its planned offset range only. Here,
-    # not in DataplaneSettings: the ingress's admission bound needs the batch length.
-    task_window_s: float = Field(default=1.0, ge=0)
-    # The cores CPU-bound operators' replicas run on: the dataplane gives each replica a
-    # Spark task (a process) up to this many, and the plan never counts on more (None:
-    # this machine's; on a cluster, executors × cores).
-    cores: int | None = Field(default=None, ge=1)
+    kafka_bootstrap_servers: str = _f("127.0.0.1:9092", "Kafka bootstrap servers.")
+    redis_url: str = _f("redis://127.0.0.1:6379/0", "The knowledge base (redis://, rediss://).")
+    key_prefix: str = _f("sps", "Namespaces one run's Redis keys and operator topics.")
+    topology: str = _f("twitter", "A bundled topology's name or a YAML file's path.")
+    td: float = _f(1.0, "The MAPE interval, seconds.", gt=0)
+    web_port: int = _f(
+        0, "The service's /metrics and /health port (0: a free one).", ge=0, le=65535
+    )
+    web_host: str = _f("127.0.0.1", "The address that port listens on (0.0.0.0 in compose).")
+    kafka_session_timeout_s: float = _f(
+        6.0, "Consumer group session timeout: how soon a dead consumer's partitions move.", gt=0
+    )
+    # faust fixes 1,500 ms, and the embedded broker answers only when it runs out
+    kafka_fetch_max_wait_ms: int = _f(
+        50, "The longest a faust service's fetch waits for records.", ge=1, le=30_000
+    )
+    topics: Topics = Field(
+        default_factory=Topics,
+        description="Topic names, one variable each (SPS_TOPICS__METRICS=...).",
+    )
+    track_ids: bool = _f(
+        False,
+        "Record every event id at every stage (the report's `lost` by id); costs Redis "
+        "memory per event: for runs, tests and audits.",
+    )
+    dry_run: bool = _f(
+        False,
+        "Run the whole loop and record every decision, but change no replica count.",
+    )
+    # twitter at 50 % load: mean latency 4.1 s -> 0.74 s with a window (docs/measurements.md,
+    # "An event crosses the operators in one batch"). Here, not in DataplaneSettings: the
+    # ingress's admission bound needs the batch length.
+    task_window_s: float = _f(
+        1.0,
+        "How long a dataplane task keeps serving its replicas' partitions, reading what "
+        "upstream produces meanwhile (0: its planned offsets only).",
+        ge=0,
+    )
+    cores: int | None = _f(
+        None,
+        "Cores CPU-bound replicas run on: a Spark task each up to this many, and the plan "
+        "never counts on more (default: this machine's; on a cluster, executors x cores).",
+        ge=1,
+    )
 
     def cores_or_local(self) -> int:
         import os
@@ -76,42 +125,66 @@ class ServiceSettings(BaseSettings):
 
 
 class MonitorSettings(ServiceSettings):
-    # An interval normally closes as soon as the ingress's count of it arrives; this is
-    # how long after its end it may wait for that count. Late source counts are folded
-    # into the next interval and shift λ_G by one (measured live: every count one
-    # interval late with 1.0 s), so it exceeds the ingress's own wait for a lagging read
-    # (services.ingress.arrivals, max_wait_s 1.5 s); it costs plan latency only then.
-    close_grace_s: float = Field(default=2.0, ge=0)
+    # Late source counts are folded into the next interval and shift λ_G by one, so this
+    # exceeds the ingress's own wait for a lagging read (1.5 s); it costs plan latency only
+    # when the count is late.
+    close_grace_s: float = _f(
+        2.0, "How long after an interval's end the monitor waits for the ingress's count.", ge=0
+    )
 
 
 class AnalyzeSettings(ServiceSettings):
-    policy: str = DEFAULT_POLICY
-    # basic, lr, fft, ann, rf; "auto" (the most accurate recently: shared/selection.py),
-    # "bandit"; "@U" sizes at utilisation U (e.g. basic@0.7)
-    predictor: str = DEFAULT_PREDICTOR
-    latency_goal_ms: float | None = Field(default=None, gt=0)  # pa-sps:bandit's reward
+    policy: str = _f(
+        DEFAULT_POLICY,
+        "pa-sps, presps, ds2, autoscale, stela, lag[:ms], reactive, static:N.",
+    )
+    predictor: str = _f(
+        DEFAULT_PREDICTOR,
+        "pa-sps's forecast: basic, lr, fft, ann, rf, auto (the recently most accurate), "
+        "bandit (UCB); PREDICTOR@U sizes replicas at utilisation U.",
+    )
+    latency_goal_ms: float | None = _f(
+        None,
+        "The one latency goal: the plan scales for it, LAS sheds only when scaling cannot "
+        "meet it, pa-sps:bandit's reward is normalised against it.",
+        gt=0,
+    )
 
 
 class PlanSettings(ServiceSettings):
-    budget: int | None = Field(default=None, ge=0)
-    # shared/stabilise.py: fewer, calmer rescales. A preset by name ("calm", measured:
-    # README, "No flapping"; "none": the papers' policies as written), and each rule may
-    # be set on its own over it (unset: the preset's). The window is in seconds here.
-    stabiliser: str = DEFAULT_STABILISER
-    scale_down_window_s: float | None = Field(default=None, ge=0)
-    max_step: int | None = Field(default=None, ge=1)
-    scale_down_margin: float | None = Field(default=None, ge=0)
-    hold_on_backlog: bool | None = None
-    # a raw need at most this many replicas (or this fraction of the count) above the
-    # count does not scale out; a scale-in of less than this fraction of the count is
-    # held; a need that fell through the whole window is followed at its latest ask
-    scale_up_tolerance: float | None = Field(default=None, ge=0)
-    scale_up_tolerance_ratio: float | None = Field(default=None, ge=0)
-    scale_down_tolerance_ratio: float | None = Field(default=None, ge=0, lt=1)
-    follow_falling_need: bool | None = None
-    # the user's goal: each operator gets at least the replicas that clear its backlog
-    # within it (shared.plan.goal_replicas); a need beyond the pool marks the plan short
-    latency_goal_ms: float | None = Field(default=None, gt=0)
+    budget: int | None = _f(None, "Most replicas in all (Stela's budget; none: the pools).", ge=0)
+    stabiliser: str = _f(
+        DEFAULT_STABILISER,
+        f"Stabiliser preset ({', '.join(PRESETS)}); the single rules below go over it.",
+    )
+    scale_down_window_s: float | None = _f(
+        None, "Scale in only to the highest count asked for in this window (s).", ge=0
+    )
+    max_step: int | None = _f(None, "Most replicas changed per operator per plan.", ge=1)
+    scale_down_margin: float | None = _f(
+        None, "Scale in only as far as the raw need plus this many replicas.", ge=0
+    )
+    hold_on_backlog: bool | None = _f(
+        None, "No scale-in below what clears the queue within one interval."
+    )
+    scale_up_tolerance: float | None = _f(
+        None, "A raw need at most this many replicas above the count does not scale out.", ge=0
+    )
+    scale_up_tolerance_ratio: float | None = _f(
+        None, "The same, as a fraction of the count (the larger holds).", ge=0
+    )
+    scale_down_tolerance_ratio: float | None = _f(
+        None, "A scale-in of fewer than this fraction of the count is held.", ge=0, lt=1
+    )
+    follow_falling_need: bool | None = _f(
+        None, "A need that fell through the whole window is followed at its latest ask."
+    )
+    latency_goal_ms: float | None = _f(
+        None,
+        "Each operator gets at least the replicas that clear its backlog within the goal; "
+        "a need beyond the pool marks the plan short (LAS may shed).",
+        gt=0,
+    )
 
     @field_validator("stabiliser")
     @classmethod
@@ -137,72 +210,93 @@ class PlanSettings(ServiceSettings):
 
 
 class ExecuteSettings(ServiceSettings):
-    redis_retry_max_s: float = Field(default=5.0, gt=0)
-    # On-demand scale-in by whole machines of N replica slots (Stela); None: by replica.
-    stela_machine_slots: int | None = Field(default=None, ge=1)
+    redis_retry_max_s: float = _f(
+        5.0, "Longest back-off between retries of a Redis write that failed.", gt=0
+    )
+    stela_machine_slots: int | None = _f(
+        None, "On-demand scale-in by whole machines of this many slots (Stela).", ge=1
+    )
 
 
 class IngressSettings(ServiceSettings):
-    tau_ms: float | None = Field(default=None, gt=0)  # LAS goal; None: admit everything
-    # the user's latency goal: LAS's τ if tau_ms is unset, and LAS sheds only while the
-    # plan says scaling cannot meet the need (Keys.plan_short)
-    latency_goal_ms: float | None = Field(default=None, gt=0)
-    las_horizon_s: float = Field(default=30.0, gt=0)  # the goal averages over ~this long
-    # dotted path of the attribute the LAS sketches key on, when the topology's
-    # ``source.key`` does not say (json records only; empty: no key, LAS sheds nothing)
-    key_field: str = "key"
-    write_shed: bool = False  # also write shed events to the sps.shed topic
-    batch: int = Field(default=5000, ge=1)
-    # consume() waits all of this when fewer than ``batch`` records are there; interval t's
-    # count leaves only after a read begun past t's end came back, so this is plan delay
-    poll_timeout_s: float = Field(default=0.05, gt=0)
-    # how long after t's end a record stamped in t may still reach the broker (the
-    # producer's linger and send): t's count waits this long, then for a read begun after
-    arrival_grace_s: float = Field(default=0.15, ge=0)
+    tau_ms: float | None = _f(
+        None, "LAS's queuing-latency goal τ (none: the latency goal, or admit all).", gt=0
+    )
+    latency_goal_ms: float | None = _f(
+        None, "The one latency goal: LAS's τ when tau_ms is unset; shed only when short.", gt=0
+    )
+    las_horizon_s: float = _f(30.0, "LAS's average latency goal spans about this long.", gt=0)
+    key_field: str = _f(
+        "key",
+        "JSON path of the LAS key when the topology's source.key does not say (empty: none).",
+    )
+    write_shed: bool = _f(False, "Also write shed events to the shed topic.")
+    batch: int = _f(5000, "Most records one ingress read takes.", ge=1)
+    # interval t's count leaves only after a read begun past t's end came back
+    poll_timeout_s: float = _f(
+        0.05, "How long one read waits when fewer than `batch` records are there.", gt=0
+    )
+    arrival_grace_s: float = _f(
+        0.15,
+        "How long after t's end a record stamped in t may still reach the broker.",
+        ge=0,
+    )
 
 
 class DataplaneSettings(ServiceSettings):
-    # "auto": local[operators × tasks_per_query], one Spark task slot per task a
-    # micro-batch plans, so the queries never wait for each other's slots.
-    spark_master: str = "auto"  # or local[…], local-cluster[…], spark://…, k8s://…
-    # Extra Spark settings, as JSON (SPS_SPARK_CONF='{"spark.executor.cores": "2"}'):
-    # a k8s image, executor sizes, spark.archives for a packed environment.
-    spark_conf: dict[str, str] = Field(default_factory=dict)
-    executor_python: str | None = None  # the executors' interpreter, if not the driver's path
-    # A failed task (a broker hiccup, a delivery failure) is retried this often before the
-    # query fails: local[N] alone retries nothing (spark.task.maxFailures on a cluster).
-    task_max_failures: int = Field(default=4, ge=1)
-    checkpoint_dir: str = "runs/checkpoints"
-    max_events_per_task: int = Field(default=20_000, ge=1)  # per replica slot and batch
-    trigger_ms: int = Field(default=200, ge=0)
-    # none: the operator's own work; wait: each event occupies its replica et_ms (an
-    # operator bound by a remote call); cpu: real work plus burned CPU up to et_ms.
-    cost_mode: Literal["none", "wait", "cpu"] = "none"
-    synthetic_cost: bool = False  # deprecated alias of cost_mode=cpu
-    tasks_per_query: int = Field(default=1, ge=1)  # Spark tasks one micro-batch plans
-    max_batch_s: float = Field(default=1.0, gt=0)  # a slot's work per batch, with a cost
-    t_out_s: float = Field(default=0.0, ge=0)  # PA-SPS t_out: older events expire; 0 off
-    # Spark's asyncProgressTrackingEnabled: the offset and commit logs are written off the
-    # batch's critical path (walCommit + commitOffsets ~130 of a ~1,290 ms batch, none of
-    # it serving a replica). A restart may then replay from an older checkpoint; the
-    # source starts each partition where processing really got to (``{prefix}:dp:<op>:
-    # committed``), so nothing is processed twice.
-    async_progress: bool = True
-    one_query: bool = True  # every operator in one streaming query (False: one each)
-    # Where a micro-batch learns how far each partition goes: "watermarks", the broker's
-    # high watermarks (one batched ListOffsets a batch; right on Apache Kafka);
-    # "registry", the ends the producers record from their delivery reports (for the
-    # Tansu broker, whose ListOffsets is wrong for multi-record batches). Either only
-    # bounds what a batch reads; progress is the checkpoint.
-    partition_ends: Literal["registry", "watermarks"] = "watermarks"
-    fixed_replicas: int | None = Field(default=None, ge=1)  # ignore Redis (benchmark baseline)
-    # A user's operator with on_error: dead-letter stops the dataplane (a bug, not bad
-    # input) when more than this share of its last `operator_failure_window` events raised.
-    operator_failure_share: float = Field(default=0.5, gt=0, le=1)
-    operator_failure_window: int = Field(default=200, ge=1)
-    # JSON lines of payloads to measure operators without et_ms on (default: the
-    # topology's source.sample_events or generator)
-    sample_events: str | None = None
+    spark_master: str = _f(
+        "auto",
+        "auto (local[operators x tasks per query]), local[...], spark://..., k8s://...",
+    )
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description='Extra Spark settings as JSON (\'{"spark.executor.cores": "2"}\').',
+    )
+    executor_python: str | None = _f(None, "The executors' interpreter, if not the driver's.")
+    task_max_failures: int = _f(
+        4, "Retries of a failed task before the query fails (local[N] retries none).", ge=1
+    )
+    checkpoint_dir: str = _f("runs/checkpoints", "Spark's checkpoints (one folder per run).")
+    max_events_per_task: int = _f(20_000, "Most events per replica slot and batch.", ge=1)
+    trigger_ms: int = _f(200, "Spark's micro-batch trigger interval.", ge=0)
+    cost_mode: Literal["none", "wait", "cpu"] = _f(
+        "none",
+        "none: the operator's own work; wait: each event occupies its replica et_ms (a "
+        "remote call); cpu: real work plus burned CPU up to et_ms. `up` and `demo` give "
+        "wait unless it is set (capacity then follows replicas on any machine).",
+    )
+
+    def ensemble_cost_mode(self) -> str:
+        """The cost mode under ``up`` and ``demo``: wait unless SPS_COST_MODE is set."""
+        return self.cost_mode if "cost_mode" in self.model_fields_set else "wait"
+
+    tasks_per_query: int = _f(1, "Spark tasks one micro-batch plans.", ge=1)
+    max_batch_s: float = _f(
+        1.0, "A replica slot's work per batch, when operators have a cost.", gt=0
+    )
+    t_out_s: float = _f(0.0, "PA-SPS t_out: older events expire (0: off).", ge=0)
+    # the offset and commit logs off the batch's critical path (~130 of a ~1,290 ms batch);
+    # a restart then starts each partition where processing really got to
+    async_progress: bool = _f(True, "Spark's asyncProgressTrackingEnabled.")
+    # registry: for the Tansu broker, whose ListOffsets is wrong for multi-record batches
+    partition_ends: Literal["registry", "watermarks"] = _f(
+        "watermarks",
+        "Where a batch learns partition ends: the broker's high watermarks, or the "
+        "producers' delivery reports (registry).",
+    )
+    fixed_replicas: int | None = _f(
+        None, "Ignore the plan and run this many replicas (a benchmark baseline).", ge=1
+    )
+    operator_failure_share: float = _f(
+        0.5,
+        "An operator raising on more than this share of its last events stops the dataplane.",
+        gt=0,
+        le=1,
+    )
+    operator_failure_window: int = _f(200, "The events that share is taken over.", ge=1)
+    sample_events: str | None = _f(
+        None, "JSON lines to measure operators without et_ms on (default: the topology's)."
+    )
 
 
 S = TypeVar("S", bound=ServiceSettings)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -107,8 +106,10 @@ def bundled_names() -> list[str]:
 
 
 def _search_dirs() -> list[Path]:
+    from shared.settings import LocalSettings
+
     dirs = []
-    if env := os.environ.get("ELASTIC_SPS_TRACE_DIR"):
+    if env := LocalSettings().trace_dir:
         dirs.append(Path(env))
     # The reference traces beside a checkout (never copied into the repository).
     dirs.append(Path(__file__).resolve().parents[2] / "shared" / "traces")

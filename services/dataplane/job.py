@@ -26,7 +26,7 @@ log = logging.getLogger("sps.dataplane")
 
 
 def cost_mode(settings: DataplaneSettings) -> CostMode:
-    return "cpu" if settings.synthetic_cost and settings.cost_mode == "none" else settings.cost_mode
+    return settings.cost_mode
 
 
 def cores(settings: DataplaneSettings) -> int:
@@ -137,9 +137,9 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
 
 
 def query_groups(settings: DataplaneSettings, topo: Any) -> list[list[str]]:
-    """One query serving every operator (one micro-batch cycle per hop), or one each."""
-    names = [op.name for op in topo.operators]
-    return [names] if settings.one_query else [[n] for n in names]
+    """One query serving every operator: an event crosses several operators in one
+    micro-batch (one query per operator, tried before, waited a batch per hop)."""
+    return [[op.name for op in topo.operators]]
 
 
 def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from shared import embedded
 from shared.embedded import PrerequisiteError, free_port
-from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
+from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, DataplaneSettings, LocalSettings
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 
@@ -174,7 +174,7 @@ def check_prerequisites() -> None:
             "Java is missing (Spark needs it): apt-get install "
             "openjdk-17-jre-headless, or run `make install`"
         )
-    if not os.environ.get("REDIS_URL") and shutil.which("redis-server") is None:
+    if not LocalSettings().external_redis and shutil.which("redis-server") is None:
         raise PrerequisiteError(
             "redis-server is missing: apt-get install redis-server, or set "
             "REDIS_URL to a running server"
@@ -202,21 +202,22 @@ def up(
     from shared.settings import ServiceSettings
 
     check_prerequisites()
+    local = LocalSettings()
     run_dir.mkdir(parents=True, exist_ok=True)
     topology = measured_topology(topology, run_dir, events_file)
     topo = topology_mod.load(topology)
     with contextlib.ExitStack() as stack:
         # Apache Kafka's storage in the run folder, as redis-server's (compose: volumes)
-        bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or stack.enter_context(
+        bootstrap = local.external_kafka or stack.enter_context(
             embedded.kafka_broker(data_dir=run_dir / "kafka")
         )
         server = None
-        if not os.environ.get("REDIS_URL"):
+        if not local.external_redis:
             # append-only in the run folder: a redis-server restart keeps the knowledge
             # base, the end registry and the id ledger, as compose's volume does
             (run_dir / "redis").mkdir(exist_ok=True)
             server = stack.enter_context(embedded.redis_handle(data_dir=str(run_dir / "redis")))
-        redis_url = os.environ.get("REDIS_URL") or server.url  # type: ignore[union-attr]
+        redis_url = local.external_redis or server.url  # type: ignore[union-attr]
         prefix = f"run{int(time.time())}"
         env = {
             **os.environ,
@@ -231,7 +232,7 @@ def up(
             # Tansu's ListOffsets is wrong for multi-record batches: its producers' registry
             **({"SPS_PARTITION_ENDS": "registry"} if embedded.broker_kind() == "tansu" else {}),
             # wait-bound operators: capacity follows replicas on any laptop (README)
-            "SPS_COST_MODE": os.environ.get("SPS_COST_MODE", "wait"),
+            "SPS_COST_MODE": DataplaneSettings().ensemble_cost_mode(),
             **(extra_env or {}),
         }
         if tau_ms is not None:
