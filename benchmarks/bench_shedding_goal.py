@@ -2,7 +2,7 @@
 
 LAS bounds the *entry operator's* queuing latency (admission -> processing there); each
 run also prints the end-to-end mean latency, which is what a latency goal promises: in
-an overload beyond a downstream operator's pool the two part (README, "One goal").
+an overload beyond a downstream operator's pool the two part (docs/measurements.md, "One goal").
 
 Each run starts the embedded ensemble, replays `short-spikes` at the given peak with the
 ingress shedding towards τ, drains, and reads the exact mean queuing latency (ingress

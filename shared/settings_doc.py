@@ -1,8 +1,9 @@
 """The settings table in the README, generated from the settings' own descriptions.
 
-``python -m shared.settings_doc --write README.md`` rewrites the block between the
-markers; ``tests/unit/test_settings_doc.py`` fails when a field lacks a description or
-the README's block is stale.
+``python -m shared.settings_doc --write`` rewrites the blocks between the markers: the
+README's (the settings a user sets first) and ``docs/settings.md``'s (every one);
+``tests/unit/test_settings_doc.py`` fails when a field lacks a description or a block is
+stale.
 """
 
 from __future__ import annotations
@@ -19,8 +20,29 @@ from shared import connections
 from shared import settings as s
 from shared.topics import Topics
 
-BEGIN = "<!-- settings:begin (generated: python -m shared.settings_doc --write README.md) -->"
+BEGIN = "<!-- settings:begin (generated: python -m shared.settings_doc --write) -->"
 END = "<!-- settings:end -->"
+FILES = ("README.md", "docs/settings.md")
+# The README's short table: what a user sets first (docs/settings.md has every setting)
+FIRST = (
+    "SPS_KAFKA_BOOTSTRAP_SERVERS",
+    "SPS_REDIS_URL",
+    "SPS_TOPOLOGY",
+    "SPS_TD",
+    "SPS_POLICY",
+    "SPS_PREDICTOR",
+    "SPS_STABILISER",
+    "SPS_LATENCY_GOAL_MS",
+    "SPS_TAU_MS",
+    "SPS_BUDGET",
+    "SPS_CORES",
+    "SPS_TRACK_IDS",
+    "SPS_DRY_RUN",
+    "SPS_SPARK_MASTER",
+    "SPS_COST_MODE",
+    "SPS_KAFKA_SECURITY_PROTOCOL",
+    "SPS_IMAGE",
+)
 
 # (who reads it, the settings class): a field is listed under the first class that has it
 OWNERS: tuple[tuple[str, type[BaseSettings]], ...] = (
@@ -88,31 +110,38 @@ def missing_descriptions() -> list[str]:
     return [var for var, _, _, text in rows() if not text]
 
 
-def table() -> str:
+def table(only: tuple[str, ...] | None = None) -> str:
     lines = ["| variable | read by | default | what it does |", "|---|---|---|---|"]
-    lines += [f"| `{v}` | {who} | {d} | {text} |" for v, who, d, text in rows()]
+    lines += [
+        f"| `{v}` | {who} | {d} | {text} |"
+        for v, who, d, text in rows()
+        if only is None or v in only
+    ]
     return "\n".join(lines)
 
 
-def block() -> str:
-    return f"{BEGIN}\n{table()}\n{END}"
+def block(file: str) -> str:
+    """The generated block of ``file`` (one of ``FILES``)."""
+    return f"{BEGIN}\n{table(FIRST if file == 'README.md' else None)}\n{END}"
 
 
-def replace_block(text: str) -> str:
-    """``text`` with the settings block replaced by the current one."""
+def replace_block(text: str, file: str) -> str:
+    """``text`` with its settings block replaced by the current one."""
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + block() + text[end:]
+    return text[:start] + block(file) + text[end:]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", metavar="FILE", help="rewrite FILE's settings block")
+    ap.add_argument("--write", action="store_true", help=f"rewrite the blocks of {FILES}")
     args = ap.parse_args()
-    if args.write:
-        path = Path(args.write)
-        path.write_text(replace_block(path.read_text()))
-    else:
+    if not args.write:
         print(table())
+        return
+    root = Path(__file__).resolve().parents[1]
+    for file in FILES:
+        path = root / file
+        path.write_text(replace_block(path.read_text(), file))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ class EngineModel:
     first f of an interval at the old counts (fluid mode: the interval's capacity is the
     time-weighted mix; event mode: whichever counts hold longer). ``et_cv2``: the
     execution time's squared coefficient of variation (0: deterministic). Calibrated from
-    the live system (README, "Simulator beside the live system")."""
+    the live system (docs/measurements.md, "Simulator beside the live system")."""
 
     hop_s: float = 0.0
     efficiency: float = 1.0
@@ -58,7 +58,7 @@ class EngineModel:
     cores: float | None = None
 
 
-# Calibrated on this machine kind from the live system (README, "The live system beside
+# Calibrated on this machine kind from the live system (docs/measurements.md, "The live system beside
 # its forecast"): per-hop micro-batch time ((0.527 s mean end to end at 50 % load,
 # static:8, twitter_remote, 1.0 s task window - 27.5 ms of et) / 4 hops; 0.18 s with the
 # 0.6 s window), the share of 1/et a replica delivers (bench_capacity.py, 1.0 s window:

@@ -202,7 +202,7 @@ class Stabiliser:
 # The preset benchmarks/bench_stabiliser.py measured (td = 1 s): a 3-interval window
 # that follows a steady fall, a margin of 0.35 replica, no scale-in while a backlog is
 # caught up, a scale-up tolerance of 0.35 replica or 0.25 x count, a scale-down
-# tolerance of 0.15 x count. Chosen on the simulator (README, "No flapping"): at least
+# tolerance of 0.15 x count. Chosen on the simulator (docs/measurements.md, "No flapping"): at least
 # 50 % fewer rescales than PA-SPS (lr) on all three traces and on the live run's
 # forecast, for at most 0.05 of saved resources.
 CALM = Stabilisation(
@@ -215,7 +215,7 @@ CALM = Stabilisation(
     follow_falling_need=True,
 )
 PRESETS = {"calm": CALM, "none": Stabilisation()}
-# What a user who sets nothing gets (SPS_STABILISER; README, "No flapping")
+# What a user who sets nothing gets (SPS_STABILISER; docs/measurements.md, "No flapping")
 DEFAULT_STABILISER = "calm"
 
 

@@ -236,10 +236,18 @@ def plots(
     if tau_ms is not None:
         ax.axhline(tau_ms, color="grey", linestyle="--", label="τ")
     ax.set_ylabel("latency (ms)")
+    figures["input_vs_throughput"][1].set_ylabel("events/s")
+    titles = {
+        "input_vs_throughput": "input and the entry operators' throughput",
+        "replicas": "active replicas per operator",
+        "shed_ratio": "share of the input shed at ingress (LAS)",
+        "latency": "end-to-end latency of the events completed in each interval",
+    }
 
     files = []
     for name, (fig, ax) in figures.items():
         ax.set_xlabel("seconds into the replay")
+        ax.set_title(titles.get(name, name))
         ax.legend(fontsize=7)
         fig.tight_layout()
         files.append(run_dir / f"{name}.png")
@@ -248,26 +256,99 @@ def plots(
     return files
 
 
+def _n(v: Any, digits: int = 0) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.{digits}f}" if isinstance(v, int | float) else str(v)
+
+
+def summary_lines(r: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's figures grouped as a person reads them: (group, one line)."""
+    tl = r.get("rescale_timeline") or {}
+    effect = tl.get("decision_to_effect_s") or {}
+    actions = (r.get("scale_out_actions") or 0) + (r.get("scale_in_actions") or 0)
+    return [
+        (
+            "events",
+            f"sent {_n(r.get('sent'))} · shed {_n(r.get('shed'))} · completed "
+            f"{_n(r.get('completed'))} · expired {_n(r.get('expired'))} · dead-lettered "
+            f"{_n(r.get('dead_lettered'))} · lost {_n(r.get('lost'))} "
+            f"({r.get('lost_counted_by') or 'by count'}) · duplicates {_n(r.get('duplicates'))}",
+        ),
+        (
+            "latency",
+            f"mean {_n(r.get('latency_ms_mean'))} ms · p50 {_n(r.get('latency_ms_p50'))} ms · "
+            f"p99 {_n(r.get('latency_ms_p99'))} ms · queuing mean "
+            f"{_n(r.get('queuing_ms_mean'))} ms (per event)",
+        ),
+        (
+            "resources",
+            f"saved {_n(r.get('saved_resources'), 3)} · replicas mean "
+            f"{_n(r.get('replicas_mean'), 1)}, max {_n(r.get('replicas_max'))} · processed "
+            f"{_n(r.get('processed_ratio'), 3)} of the admitted",
+        ),
+        (
+            "rescales",
+            f"{actions} actions ({_n(r.get('scale_out_actions'))} out, "
+            f"{_n(r.get('scale_in_actions'))} in; {_n(r.get('rescales_per_hour'))} an hour) · "
+            f"decision → effect median {_n(effect.get('median'), 2)} s, "
+            f"p99 {_n(effect.get('p99'), 2)} s",
+        ),
+        (
+            "input",
+            f"peak {_n(r.get('peak_rate'))} events/s · forecast error of λ_G "
+            f"{_n(r.get('error_input'), 3)} · intervals {_n(r.get('intervals'))}, "
+            f"{_n(r.get('intervals_short'))} short of pool, "
+            f"{_n(r.get('intervals_shedding'))} shedding · restarts {r.get('restarts') or 'none'}",
+        ),
+    ]
+
+
+FORECAST_ROWS = (
+    ("saved resources", "saved_resources", 3),
+    ("mean latency ms", "latency_ms", 0),
+    ("p99 latency ms", "latency_ms_p99", 0),
+    ("processed ratio", "processed_ratio", 3),
+    ("rescales", "rescales", 0),
+)
+LIVE_KEYS = {"latency_ms": "latency_ms_mean", "rescales": "_actions"}
+
+
 def print_report(report: dict[str, Any], files: list[Path]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title="elastic-sps demo report")
-    t.add_column("figure")
-    t.add_column("value", justify="right")
-    for k, v in report.items():
-        if k != "stages":
-            t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
     console = Console()
-    console.print(t)
+    head = Table(title=f"elastic-sps demo report · {report.get('run_dir', '')}", show_header=False)
+    head.add_column("group", style="bold")
+    head.add_column("figures")
+    for group, line in summary_lines(report):
+        head.add_row(group, line)
+    console.print(head)
+    simulated = report.get("simulated") or {}
+    if simulated:
+        actions = report.get("scale_out_actions", 0) + report.get("scale_in_actions", 0)
+        live = {**report, "_actions": actions}
+        ft = Table(title="live beside the simulator's forecast (same trace and arrivals)")
+        ft.add_column("figure")
+        ft.add_column("live", justify="right")
+        for spec in simulated:
+            ft.add_column(f"forecast {spec}", justify="right")
+        for label, key, digits in FORECAST_ROWS:
+            cells = [_n(simulated[s].get(key), digits) for s in simulated]
+            ft.add_row(label, _n(live.get(LIVE_KEYS.get(key, key)), digits), *cells)
+        console.print(ft)
+        console.print(
+            "  live p99 is over events; the forecast's p99 is over intervals, weighted by "
+            "events (a fluid model has one latency per interval)"
+        )
     if report.get("stages"):
         st = Table(title="every event by id, per operator")
         for col in ("operator", "sent", "processed", "expired", "dead", "lost"):
             st.add_column(col, justify="left" if col == "operator" else "right")
         for s in report["stages"]:
-            st.add_row(
-                *(str(s[c]) for c in ("operator", "sent", "processed", "expired", "dead", "lost"))
-            )
+            cols = ("operator", "sent", "processed", "expired", "dead", "lost")
+            st.add_row(*(_n(s[c]) for c in cols))
         console.print(st)
     for f in files:
         print(f"plot: {f}")

@@ -38,7 +38,7 @@ edges:
   - {from: square, to: offset}
 """
 
-# How a user gets their package into the image (README, "Deploying").
+# How a user gets their package into the image (docs/measurements.md, "Deploying").
 USER_DOCKERFILE = """
 FROM elastic-sps:latest
 USER root

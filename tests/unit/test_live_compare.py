@@ -125,13 +125,13 @@ def test_the_warm_up_runs_at_a_quarter_of_the_peak_for_at_least_a_second():
 
 
 def test_a_run_is_scored_with_the_bandits_reward_against_the_goal():
-    """Latency 1 s, degradation 0.1, saved 0.4, goal 5 s (the authors' bounds: 0.25
-    degradation, 0.5 saving): 0.34 (1 - 1/5) + 0.33 (1 - 0.1/0.25) + 0.33 (0.4/0.5) =
-    0.272 + 0.198 + 0.264 = 0.734. With a 2 s goal the latency term is 0.34 (1 - 1/2) =
-    0.17: 0.632. A figure missing: no score."""
+    """Latency 1 s, degradation 0.1, saved 0.4, goal 5 s (the authors' newest bounds: 0.10
+    degradation, 0.5 saving): 0.34 (1 - 1/5) + 0.33 (1 - 0.1/0.10) + 0.33 (0.4/0.5) =
+    0.272 + 0 + 0.264 = 0.536. With a 2 s goal the latency term is 0.34 (1 - 1/2) =
+    0.17: 0.434. A figure missing: no score."""
     from services.ensemble.live_compare import run_reward
 
     run = {"latency_ms": 1000.0, "throughput_degradation": 0.1, "saved_resources": 0.4}
-    assert run_reward(run) == pytest.approx(0.734)
-    assert run_reward(run, goal_s=2.0) == pytest.approx(0.632)
+    assert run_reward(run) == pytest.approx(0.536)
+    assert run_reward(run, goal_s=2.0) == pytest.approx(0.434)
     assert run_reward({**run, "latency_ms": None}) is None

@@ -19,11 +19,17 @@ def test_every_setting_has_a_description():
     assert settings_doc.missing_descriptions() == []
 
 
-def test_the_readme_table_is_current():
-    readme = (ROOT / "README.md").read_text()
-    assert settings_doc.block() in readme, (
-        "the README's settings table is stale: python -m shared.settings_doc --write README.md"
+@pytest.mark.parametrize("file", settings_doc.FILES)
+def test_the_generated_tables_are_current(file):
+    text = (ROOT / file).read_text()
+    assert settings_doc.block(file) in text, (
+        f"{file}'s settings table is stale: python -m shared.settings_doc --write"
     )
+
+
+def test_the_readme_names_only_settings_that_exist():
+    listed = {var for var, *_ in settings_doc.rows()}
+    assert set(settings_doc.FIRST) <= listed
 
 
 def test_every_sps_variable_in_the_code_is_in_the_table():
