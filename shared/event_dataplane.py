@@ -25,8 +25,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from shared import pa_sps_model as model
+from shared.engine import EngineModel, Handover, Limits
 from shared.interval_stats import OperatorStats
-from shared.simulator import EngineModel, Handover, IntervalTally, Limits
+from shared.sim_series import IntervalTally
 from shared.topology import SOURCE, Operator, Topology
 
 Event = tuple[float, float]  # (born: entered the system, ready: reached this operator)

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import traces
+from shared.engine import LIVE_ENGINE, EngineModel, Limits
 from shared.policies import make_policy
 from shared.run_metrics import RunMetrics
-from shared.simulator import LIVE_ENGINE, EngineModel, Limits, simulate
+from shared.simulator import simulate
 from shared.topology import Operator, Topology, linear
 
 TD_S = 30.0

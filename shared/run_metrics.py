@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from shared.simulator import Series
+    from shared.sim_series import Series
     from shared.topology import Topology
 
 

@@ -17,111 +17,24 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from shared import pa_sps_model as model
 from shared import sim_shedding
+from shared.engine import EngineModel, Handover, Limits
 from shared.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
 from shared.interval_stats import IntervalStats, OperatorStats
 from shared.plan import make_plan
 from shared.policies.base import Policy
 from shared.run_metrics import RunMetrics, summarise
+from shared.sim_series import IntervalTally, Series
 from shared.stabilise import Stabilisation, Stabiliser, backlogs
 from shared.topology import SOURCE, Operator, Topology
 
 MODES = ("fluid", "event")
-
-
-@dataclass(frozen=True)
-class EngineModel:
-    """What the engine being forecast adds to the fluid model (defaults: none).
-
-    ``hop_s``: the time an event spends per operator beyond its own et and queue in a
-    micro-batch engine: waiting for the operator's next batch and for the batch to end.
-    ``efficiency``: the share of a replica's 1/et the engine delivers (the rest goes to
-    per-batch planning and commits). ``plan_delay``: intervals from the end of the
-    interval a plan saw to its effect (the MAPE services' lag); a fraction f runs the
-    first f of an interval at the old counts (fluid mode: the interval's capacity is the
-    time-weighted mix; event mode: whichever counts hold longer). ``et_cv2``: the
-    execution time's squared coefficient of variation (0: deterministic). Calibrated from
-    the live system (docs/measurements.md, "Simulator beside the live system")."""
-
-    hop_s: float = 0.0
-    efficiency: float = 1.0
-    plan_delay: float = 0.0
-    et_cv2: float = 0.0
-    # the cores CPU-bound operators' replicas run on (None: unlimited): their replicas
-    # share them (``Topology.core_replicas``), and the plan counts on no more
-    cores: float | None = None
-
-
-# Calibrated on this machine kind from the live system (docs/measurements.md, "The live system beside
-# its forecast"): per-hop micro-batch time ((0.527 s mean end to end at 50 % load,
-# static:8, twitter_remote, 1.0 s task window - 27.5 ms of et) / 4 hops; 0.18 s with the
-# 0.6 s window), the share of 1/et a replica delivers (bench_capacity.py, 1.0 s window:
-# 0.82-0.86 for r = 1-8), and when a live plan takes effect after the end of the
-# interval it saw (median 0.44-0.48 s: the ingress's count ~0.26 s, monitor/analyze/
-# plan/execute 0.05 s, the routers' next read of the count ~0.13 s).
-# The forecast (services/ensemble/live_compare.py) and the ingress's admission bound use
-# it alike.
-LIVE_ENGINE = EngineModel(hop_s=0.125, efficiency=0.85, plan_delay=0.5)
-
-
-@dataclass(frozen=True)
-class Handover:
-    """An interval whose counts change ``late`` (a fraction of it) after it starts:
-    ``before`` serve until then (``EngineModel.plan_delay``'s fraction)."""
-
-    before: Mapping[str, int]
-    late: float = 0.0
-
-    def holding(self, after: Mapping[str, int]) -> Mapping[str, int]:
-        """The counts that serve most of the interval (whole replicas: the event data
-        plane's, the shedder's, the replica series')."""
-        return self.before if self.late >= 0.5 else after
-
-    def serving(self, name: str, after: int) -> float:
-        """The replicas of ``name`` over the interval, time-weighted (a fluid queue's
-        capacity over the interval is what matters)."""
-        return self.late * self.before[name] + (1 - self.late) * after
-
-
-@dataclass(frozen=True)
-class Limits:
-    """PA-SPS's t_out (seconds an event may live) and q_size (events an operator's queue
-    holds); ``None``: off."""
-
-    t_out_s: float | None = None
-    q_size: float | None = None
-
-
-@dataclass
-class Series:
-    """The time series behind the metrics, one entry per interval."""
-
-    input_events: list[float] = field(default_factory=list)
-    predicted_input: list[float] = field(default_factory=list)  # made at t for t+1
-    received: list[float] = field(default_factory=list)  # Σ_i λ_i^r(t)
-    processed: list[float] = field(default_factory=list)  # Σ_i μ_i(t)
-    entry_processed: list[float] = field(default_factory=list)
-    queued: list[float] = field(default_factory=list)
-    latency_ms: list[float] = field(default_factory=list)  # mean over completions at t
-    sink_processed: list[float] = field(default_factory=list)
-    completed: list[float] = field(default_factory=list)  # at the sinks, in input events
-    latency_sum_s: list[float] = field(default_factory=list)  # Σ latency of completed
-    expired: list[float] = field(default_factory=list)  # Σ over operators
-    dropped: list[float] = field(default_factory=list)
-    shed: list[float] = field(default_factory=list)  # at ingress (``sim_shedding``)
-    replicas: dict[str, list[int]] = field(default_factory=dict)
-    planned: list[int] = field(default_factory=list)  # Σ replicas planned at t for t+1
-    needed: list[int] = field(default_factory=list)  # Σ replicas t's real load needed
-    replay_intervals: int = 0  # intervals of the trace itself (the rest is a drain)
-
-    def total_replicas(self) -> np.ndarray:
-        return np.sum([np.asarray(v) for v in self.replicas.values()], axis=0)
 
 
 @dataclass
@@ -132,22 +45,6 @@ class SimulationResult:
     td: float
     mode: str = "fluid"
     events_per_s: float | None = None  # event mode: events handled per second of wall time
-
-
-@dataclass
-class IntervalTally:
-    """One interval's accumulators, kept apart so ``simulate`` stays readable."""
-
-    ops: dict[str, OperatorStats] = field(default_factory=dict)
-    received: float = 0.0
-    processed: float = 0.0
-    queued: float = 0.0
-    entry: float = 0.0
-    sink: float = 0.0
-    latency_s: float = 0.0
-    expired: float = 0.0
-    dropped: float = 0.0
-    needed: int = 0
 
 
 class Dataplane(Protocol):

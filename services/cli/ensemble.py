@@ -50,10 +50,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    from services.cli import main
+    from services.cli.simulation import cmd_compare, compare_args
 
-    argv = ["compare", "--topology", args.topology, "--trace", args.trace]
-    code = main([*argv, "--plot", str(run_dir / "compare.png"), *(["--json"] if args.json else [])])
+    code = cmd_compare(
+        compare_args(
+            topology=args.topology,
+            trace=args.trace,
+            plot=str(run_dir / "compare.png"),
+            json=args.json,
+        )
+    )
     if not args.json:
         print(f"plot: {run_dir / 'compare.png'}")
     return code

@@ -135,8 +135,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
+    from shared.engine import EngineModel, Limits
     from shared.policies import make_policy
-    from shared.simulator import EngineModel, Limits, simulate
+    from shared.simulator import simulate
     from shared.stabilise import split_spec
 
     topo, trace = _load(args)
@@ -282,6 +283,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         results = rank(results)
     _emit(args, results, as_list=True)
     return 0
+
+
+def compare_args(**given: Any) -> argparse.Namespace:
+    """``compare``'s arguments with their defaults and ``given`` over them: for a caller in
+    code (``demo --simulate``), so the defaults live in one place, the parser."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["compare"])
+    vars(args).update(given)
+    return args
 
 
 LIVE_DEFAULT = "static:1,static:8,pa-sps:basic,pa-sps:lr,ds2"

@@ -184,8 +184,8 @@ def run(
     rep["outputs"] = outputs
     rep["deadletter"] = str(deadletter)
     if compare_static:  # what the simulator says the baselines would have done
-        from services.ensemble.live_compare import Scenario, simulated
-        from shared.simulator import LIVE_ENGINE
+        from services.ensemble.forecast import Scenario, simulated
+        from shared.engine import LIVE_ENGINE
 
         sc = Scenario(topology, trace_name, duration, peak)
         spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"

@@ -10,18 +10,16 @@ end-to-end latency, and rescales (operator-intervals whose replica count changed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from services.ensemble.forecast import Scenario, simulated
 from shared import topology as topology_mod
-from shared import traces
 from shared.bandit import RewardBounds, reward
-from shared.policies import make_policy
+from shared.engine import LIVE_ENGINE, EngineModel, Limits
 from shared.run_metrics import edge_degradation, per_hour
-from shared.simulator import LIVE_ENGINE, EngineModel, Limits, SimulationResult, simulate
 from shared.stabilise import Stabilisation, plan_env, split_spec
 
 FIGURES = (
@@ -33,80 +31,6 @@ FIGURES = (
     "rescales",
     "reward",
 )
-
-
-@dataclass(frozen=True)
-class Scenario:
-    topology: str
-    trace: str
-    duration: float
-    peak_rate: float
-    td: float = 1.0
-
-
-def arrivals_per_interval(sc: Scenario) -> np.ndarray:
-    """The replay's events per interval: the 100 ms ticks the demo plays, summed."""
-    from services.ensemble.replay import played
-
-    trace = traces.load(sc.trace)
-    ticks = played(trace, trace.duration_s / sc.duration, sc.peak_rate)
-    per = max(1, round(sc.td / 0.1))
-    pad = (-len(ticks)) % per
-    return np.concatenate([ticks, np.zeros(pad)]).reshape(-1, per).sum(axis=1)
-
-
-def simulated(
-    sc: Scenario,
-    spec: str,
-    engine: EngineModel,
-    limits: Limits | None = None,
-    drain_s: float = 0.0,
-    stabilisation: Stabilisation | None = None,
-    latency_goal_s: float | None = None,
-) -> tuple[dict[str, Any], list[int]]:
-    """The simulator's forecast of the live run: the same arrivals, t_out and drain; the
-    figures are ``run_metrics``'s, the definitions the live side uses too."""
-    import dataclasses
-
-    from shared.settings import ServiceSettings
-
-    topo = topology_mod.load(sc.topology)
-    arrivals = arrivals_per_interval(sc)
-    if engine.cores is None:  # the live run's CPU-bound replicas share these cores
-        engine = dataclasses.replace(engine, cores=ServiceSettings().cores_or_local())
-    res: SimulationResult = simulate(
-        topo,
-        arrivals,
-        make_policy(spec, topo),
-        sc.td,
-        engine=engine,
-        limits=limits,
-        drain_intervals=int(drain_s / sc.td),
-        stabilisation=stabilisation,
-        latency_goal_s=latency_goal_s,
-    )
-    m = res.metrics
-    lat = np.asarray(res.series.latency_ms)
-    sink = np.asarray(res.series.completed)
-    figures = {
-        "saved_resources": m.saved_resources,
-        "throughput_degradation": m.throughput_degradation,
-        "processed_ratio": m.processed_ratio,
-        "latency_ms": m.latency_ms,
-        # the fluid model has one latency per interval: the p99 over intervals, by events
-        "latency_ms_p99": _weighted_percentile(lat, sink, 99) if sink.sum() else None,
-        "rescales": m.reconfigurations,
-        "rescales_per_hour": m.rescales_per_hour,
-        "expired": m.expired,
-    }
-    n = res.series.replay_intervals
-    return figures, [int(x) for x in res.series.total_replicas()[:n]]
-
-
-def _weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    order = np.argsort(values)
-    cum = np.cumsum(weights[order])
-    return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
 
 
 def live_figures(

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from shared.engine import LIVE_ENGINE
 from shared.envelope import Envelope
 from shared.las.redis_store import SketchSubscriber
 from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
@@ -27,7 +28,6 @@ from shared.las.wallclock import CalibratedShedder
 from shared.pipeline.records import BadRecord, SourceSpec
 from shared.rescale_timeline import active_count
 from shared.sim_shedding import admissible
-from shared.simulator import LIVE_ENGINE
 from shared.topology import Topology
 from shared.tracked_producer import read_backlog
 

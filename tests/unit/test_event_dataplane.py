@@ -4,8 +4,9 @@ bookkeeping: every event ends completed, expired, dropped or still queued."""
 import numpy as np
 import pytest
 
+from shared.engine import EngineModel, Limits
 from shared.policies import make_policy
-from shared.simulator import EngineModel, Limits, simulate
+from shared.simulator import simulate
 from shared.topology import Operator, linear, load
 
 pytestmark = pytest.mark.unit

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.ensemble.live_compare import Scenario, arrivals_per_interval, gap
+from services.ensemble.forecast import Scenario, arrivals_per_interval
+from services.ensemble.live_compare import gap
 from services.ensemble.report import input_error
 from services.ingress.arrivals import ArrivalCounts
 

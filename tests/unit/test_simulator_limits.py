@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from shared import topology
+from shared.engine import EngineModel, Limits
 from shared.fluid_queue import gg_c_wait
 from shared.policies import make_policy
-from shared.simulator import EngineModel, Limits, simulate
+from shared.simulator import simulate
 from shared.topology import Operator
 
 pytestmark = pytest.mark.unit

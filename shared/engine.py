@@ -1,0 +1,71 @@
+"""What the engine being forecast adds to the fluid model, the live engine's calibration
+(``LIVE_ENGINE``, which the simulator's forecasts and the ingress's admission bound both
+use), and PA-SPS's t_out / q_size limits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineModel:
+    """What the engine being forecast adds to the fluid model (defaults: none).
+
+    ``hop_s``: the time an event spends per operator beyond its own et and queue in a
+    micro-batch engine: waiting for the operator's next batch and for the batch to end.
+    ``efficiency``: the share of a replica's 1/et the engine delivers (the rest goes to
+    per-batch planning and commits). ``plan_delay``: intervals from the end of the
+    interval a plan saw to its effect (the MAPE services' lag); a fraction f runs the
+    first f of an interval at the old counts (fluid mode: the interval's capacity is the
+    time-weighted mix; event mode: whichever counts hold longer). ``et_cv2``: the
+    execution time's squared coefficient of variation (0: deterministic). Calibrated from
+    the live system (docs/measurements.md, "Simulator beside the live system")."""
+
+    hop_s: float = 0.0
+    efficiency: float = 1.0
+    plan_delay: float = 0.0
+    et_cv2: float = 0.0
+    # the cores CPU-bound operators' replicas run on (None: unlimited): their replicas
+    # share them (``Topology.core_replicas``), and the plan counts on no more
+    cores: float | None = None
+
+
+# Calibrated on this machine kind from dedicated runs (docs/measurements.md, "The live
+# system beside its forecast"), which are therefore in sample for any comparison made on
+# them: the per-hop micro-batch time from static:8 on twitter_remote and short-spikes at
+# 50 % load ((0.527 s mean end to end, 1.0 s task window - 27.5 ms of et) / 4 hops); the
+# share of 1/et a replica delivers from bench_capacity.py (0.82-0.86 for r = 1-8); when a
+# live plan takes effect after the end of the interval it saw from the rescale timelines
+# (median 0.44-0.48 s). `compare --live` is judged on other topologies and traces (the
+# CPU-bound twitter topology, nyc_taxi). The forecast (services/ensemble/live_compare.py)
+# and the ingress's admission bound use it alike.
+LIVE_ENGINE = EngineModel(hop_s=0.125, efficiency=0.85, plan_delay=0.5)
+
+
+@dataclass(frozen=True)
+class Handover:
+    """An interval whose counts change ``late`` (a fraction of it) after it starts:
+    ``before`` serve until then (``EngineModel.plan_delay``'s fraction)."""
+
+    before: Mapping[str, int]
+    late: float = 0.0
+
+    def holding(self, after: Mapping[str, int]) -> Mapping[str, int]:
+        """The counts that serve most of the interval (whole replicas: the event data
+        plane's, the shedder's, the replica series')."""
+        return self.before if self.late >= 0.5 else after
+
+    def serving(self, name: str, after: int) -> float:
+        """The replicas of ``name`` over the interval, time-weighted (a fluid queue's
+        capacity over the interval is what matters)."""
+        return self.late * self.before[name] + (1 - self.late) * after
+
+
+@dataclass(frozen=True)
+class Limits:
+    """PA-SPS's t_out (seconds an event may live) and q_size (events an operator's queue
+    holds); ``None``: off."""
+
+    t_out_s: float | None = None
+    q_size: float | None = None
