@@ -101,7 +101,15 @@ lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check shared services tests benchmarks examples
 	$(VENV)/bin/mypy
 
-bench: install ## the benchmarks whose figures are in the README
+PEERS_VENV := .venv-peers
+$(PEERS_VENV)/.stamp:
+	python3 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q quixstreams==3.28.1 redis
+	touch $@
+
+peers-venv: $(PEERS_VENV)/.stamp ## quix-streams in its own venv (it pins an older confluent-kafka), for bench_peers
+
+bench: install peers-venv ## the benchmarks whose figures are in the README
 	PYTHONPATH=. $(PY) benchmarks/bench_simulator.py
 	PYTHONPATH=. $(PY) benchmarks/bench_simulator_dag.py
 	PYTHONPATH=. $(PY) benchmarks/bench_las.py
@@ -110,6 +118,7 @@ bench: install ## the benchmarks whose figures are in the README
 	PYTHONPATH=. $(PY) benchmarks/bench_ingress.py
 	PYTHONPATH=. $(PY) benchmarks/bench_capacity.py
 	PYTHONPATH=. $(PY) benchmarks/bench_faults.py
+	PYTHONPATH=. $(PY) benchmarks/bench_peers.py
 
 clean: ## remove the venv and run outputs
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS_VENV) runs .pytest_cache .mypy_cache .ruff_cache
