@@ -12,7 +12,7 @@ APT_PACKAGES := redis-server openjdk-17-jre-headless
 KAFKA_HOME ?= $(HOME)/.cache/elastic-sps/kafka-4.1.1
 KAFKA_STAMP := $(KAFKA_HOME)/libs/.complete
 
-.PHONY: help install system-deps kafka docker-deps compose-up compose-down prometheus demo test test-containers test-unit test-integration test-e2e lint bench clean
+.PHONY: help install system-deps kafka docker-deps compose-up compose-down prometheus demo test test-containers test-unit test-integration test-e2e lint bench peers-venv clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
