@@ -40,10 +40,14 @@ def test_backlog_alone_leaves_the_band() -> None:
     assert r.recovered_s == pytest.approx(21 - 20.4)
 
 
-def test_no_completions_while_events_wait_is_out_of_band() -> None:
-    dead = [Interval(k, 100.0, None, 40.0) for k in range(20, 23)]
-    r = recovery(steady(0, 20) + dead + steady(23, 30), 1.0, 20.4)
+def test_an_interval_without_completions_is_judged_by_its_backlog() -> None:
+    # a dead dataplane: nothing completes and the backlog passes 175; one quiet interval
+    # with a normal backlog (40) is no fault
+    dead = [Interval(k, 100.0, None, 400.0) for k in range(20, 23)]
+    r = recovery([*steady(0, 20), *dead, *steady(23, 30)], 1.0, 20.4)
     assert r.recovered_s == pytest.approx(23 - 20.4)
+    quiet = [*steady(0, 20), Interval(20, 100.0, None, 40.0), *steady(21, 30)]
+    assert recovery(quiet, 1.0, 20.4).left_band is False
 
 
 def test_not_back_by_the_end_is_none_and_an_idle_tail_is_in_band() -> None:
@@ -57,3 +61,17 @@ def test_not_back_by_the_end_is_none_and_an_idle_tail_is_in_band() -> None:
 def test_no_fault_measures_nothing() -> None:
     r = recovery(steady(0, 30), 1.0, None)
     assert (r.band, r.left_band, r.recovered_s) == (None, False, None)
+
+
+def test_the_monitors_records_are_read_as_published():
+    from shared.contracts.stats import StatsRecord
+    from shared.recovery import intervals_from_stats
+
+    assert "latency_ms_mean" in StatsRecord.model_fields
+    rec = {
+        "interval": 7,
+        "input_events": 100,
+        "latency_ms_mean": 420.0,
+        "operators": {"a": {"queued": 3}, "b": {"queued": 4}},
+    }
+    assert intervals_from_stats([rec]) == [Interval(7, 100.0, 420.0, 7.0)]
