@@ -16,11 +16,11 @@ import json
 import math
 
 from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
-from shared import topology, traces
-from shared.bandit import RewardBounds, reward
+from shared.control.bandit import RewardBounds, reward
+from shared.model import topology, traces
 from shared.policies import make_policy
 from shared.policies.pa_sps import AUTO_ARMS, PASPSBandit
-from shared.simulator import SimulationResult, simulate
+from shared.simulation.simulator import SimulationResult, simulate
 
 
 def run_reward(r: SimulationResult, goal_ms: float) -> float:

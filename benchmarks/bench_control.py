@@ -9,10 +9,10 @@ twitter-raw and dns traces, NAB's AAPL, FB and GOOG tweet volumes, NAB's nyc_tax
 when absent) and the bundled spike traces, each at td 1 s and 5 s, on the ``twitter``
 topology with ``compare``'s defaults (one trace row per second, the trace's own rates).
 Nothing in the policies was fitted to these traces: the selector's and the headroom's
-constants come from their own definitions (``shared.selection``, ``shared.plan``).
+constants come from their own definitions (``shared.control.selection``, ``shared.control.plan``).
 
 ``selection``: ``pa-sps:auto`` and the five single predictors; per case the score
-(``shared.scoring``), the regret of auto against the best single predictor in hindsight
+(``shared.control.scoring``), the regret of auto against the best single predictor in hindsight
 (best − auto, and as a share of |best|) and auto's reconfigurations against the median
 single predictor's. Targets: regret ≤ 2 % of |best| and reconfigurations ≤ the median.
 
@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
-from shared import scoring, topology, traces
+from shared.control import scoring
+from shared.control.stabilise import split_spec
+from shared.model import topology, traces
 from shared.policies import make_policy
-from shared.simulator import simulate
-from shared.stabilise import split_spec
+from shared.simulation.simulator import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"
 REAL_TRACES = (

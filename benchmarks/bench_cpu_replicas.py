@@ -18,8 +18,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from shared import embedded, topology
-from shared.plan import make_plan
+from shared.control.plan import make_plan
+from shared.io import embedded
+from shared.model import topology
 from shared.policies.base import Analysis, OperatorDecision
 from tests.support.capacity import CPU_CODE, OPERATOR, capacity_rig
 

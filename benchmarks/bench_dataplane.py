@@ -20,10 +20,10 @@ import uuid
 import redis
 from sps_twitter import operators as twitter
 
-from shared import embedded, id_ledger
-from shared.envelope import Envelope
-from shared.knowledge_base import Keys
-from shared.tracked_producer import TrackedProducer
+from shared.io import embedded, id_ledger
+from shared.io.envelope import Envelope
+from shared.io.knowledge_base import Keys
+from shared.io.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
 CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}

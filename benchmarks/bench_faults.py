@@ -13,10 +13,10 @@ seconds into the replay, injects one fault:
   records onto every topic: the ingress, each operator topic, and the control topics.
 
 Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
-expired, dead-lettered, lost (by id, per stage: ``shared/id_ledger.py``), duplicates
+expired, dead-lettered, lost (by id, per stage: ``shared/io/id_ledger.py``), duplicates
 (processings beyond one per id), the restarts the supervisor made, and ``recovered_s``:
 seconds from the fault until the per-interval latency and backlog are back within a band
-around their pre-fault level (``shared/recovery.py`` states the band; ``left_band`` says
+around their pre-fault level (``shared/simulation/recovery.py`` states the band; ``left_band`` says
 whether the fault moved them out of it at all: 0 s then means "never disturbed";
 ``None``: not back within the run).
 """
@@ -37,11 +37,11 @@ import numpy as np
 from confluent_kafka import Producer
 
 from services.ensemble import demo
-from shared import recovery
-from shared.knowledge_base import Keys
+from shared.io.knowledge_base import Keys
+from shared.io.tracked_producer import TrackedProducer
+from shared.model.topology import Topology
 from shared.settings import ServiceSettings
-from shared.topology import Topology
-from shared.tracked_producer import TrackedProducer
+from shared.simulation import recovery
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 DEFAULT_FAULTS = [*(f"kill:{s}" for s in SERVICES), "redis", "malformed"]
@@ -95,7 +95,7 @@ def send_malformed(ens: Any, stop: threading.Event, log: dict) -> int:
 
 
 def _topology(ens: Any) -> Topology:
-    from shared import topology
+    from shared.model import topology
 
     return topology.load(ens.env["SPS_TOPOLOGY"])
 

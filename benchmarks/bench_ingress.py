@@ -14,9 +14,9 @@ import redis
 from confluent_kafka import Producer
 from sps_twitter import operators as twitter
 
-from shared import embedded
-from shared.connections import kafka_config
-from shared.knowledge_base import Keys
+from shared.io import embedded
+from shared.io.connections import kafka_config
+from shared.io.knowledge_base import Keys
 from shared.las.redis_store import SketchPublisher
 from shared.las.sketch import Hashes, SketchPair, key_to_int
 from tests.support.processes import ServiceProcess

@@ -46,9 +46,9 @@ import redis
 from confluent_kafka import Consumer, Producer
 from sps_twitter import operators as twitter
 
-from shared import embedded
-from shared.kafka_admin import ensure_topics
-from shared.knowledge_base import Keys
+from shared.io import embedded
+from shared.io.kafka_admin import ensure_topics
+from shared.io.knowledge_base import Keys
 from tests.support.processes import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[1]

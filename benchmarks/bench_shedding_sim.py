@@ -1,5 +1,5 @@
 """Scaling before shedding in the simulator: the plan-gated goal shedder against Full
-Knowledge (``shared/sim_shedding.py``), PA-SPS (lr) with the latency goal, twitter.
+Knowledge (``shared/simulation/sim_shedding.py``), PA-SPS (lr) with the latency goal, twitter.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_shedding_sim.py [--mode event]
 Per trace, peak (a multiple of what the full pool holds) and goal: the shed fraction of
@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from shared import topology, traces
+from shared.model import topology, traces
 from shared.policies import make_policy
-from shared.simulator import simulate
+from shared.simulation.simulator import simulate
 
 
 def one(trace: str, peak: float, goal_s: float, mode: str) -> dict[str, object]:

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from shared import topology, traces
+from shared.model import topology, traces
 from shared.policies import make_policy
-from shared.simulator import simulate
+from shared.simulation.simulator import simulate
 
 
 def day_trace() -> traces.Trace:

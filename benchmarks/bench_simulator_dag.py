@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from benchmarks.bench_simulator import day_trace
+from shared.model.topology import generated_dag
 from shared.policies import make_policy
-from shared.simulator import simulate
-from shared.topology import generated_dag
+from shared.simulation.simulator import simulate
 
 
 def main() -> None:

@@ -13,11 +13,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from services.faust_fetch import app_class
-from shared.connections import KafkaSecurity
 from shared.contracts.action import DeadLetter
 from shared.contracts.base import ContractError, R, decode, encode
-from shared.embedded import free_port
-from shared.knowledge_base import Keys
+from shared.io.connections import KafkaSecurity
+from shared.io.embedded import free_port
+from shared.io.knowledge_base import Keys
 from shared.settings import ServiceSettings
 
 log = logging.getLogger("sps.service")
@@ -179,7 +179,7 @@ class ServiceApp:
         self.metrics.last_record_at = time.time()
 
     def run(self) -> None:
-        from shared.kafka_admin import ensure_topics
+        from shared.io.kafka_admin import ensure_topics
 
         ensure_topics(self.settings.kafka_bootstrap_servers, self.settings.topics.control())
         print(

@@ -14,11 +14,11 @@ from typing import Any, Literal, NoReturn, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.stabilise import DEFAULT_STABILISER, PRESETS, Stabilisation
-from shared.topics import Topics
+from shared.control.stabilise import DEFAULT_STABILISER, PRESETS, Stabilisation
+from shared.io.topics import Topics
 
 # What the services run when a user sets nothing (SPS_POLICY, SPS_PREDICTOR): the Basic
-# forecast sized at 70 % utilisation, with the calm stabiliser (shared.stabilise) on top.
+# forecast sized at 70 % utilisation, with the calm stabiliser (shared.control.stabilise) on top.
 # Chosen on benchmarks/bench_control.py's dominance group (docs/2026-11-24-control.md):
 # it saves more than DS2 and AUTOSCALE on every trace of the set at a mean latency within
 # a few ms of DS2's on most. The library's
@@ -305,7 +305,7 @@ S = TypeVar("S", bound=ServiceSettings)
 def settings_or_exit(cls: type[S]) -> S:
     """The service's settings, and the connection security every client will use, checked
     now: a bad value stops the service at start naming the variable."""
-    from shared.connections import KafkaSecurity, RedisSecurity
+    from shared.io.connections import KafkaSecurity, RedisSecurity
 
     for model, prefix in ((KafkaSecurity, "SPS_KAFKA_"), (RedisSecurity, "SPS_REDIS_")):
         try:

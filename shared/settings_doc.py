@@ -16,9 +16,9 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from shared import connections
 from shared import settings as s
-from shared.topics import Topics
+from shared.io import connections
+from shared.io.topics import Topics
 
 BEGIN = "<!-- settings:begin (generated: python -m shared.settings_doc --write) -->"
 END = "<!-- settings:end -->"

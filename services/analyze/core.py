@@ -5,8 +5,8 @@ from __future__ import annotations
 from shared.contracts.analysis import AnalysisRecord, OperatorNeed
 from shared.contracts.base import ContractError
 from shared.contracts.stats import StatsRecord
+from shared.model.topology import Topology
 from shared.policies import Policy, make_policy
-from shared.topology import Topology
 
 
 class Analyzer:

@@ -19,11 +19,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from shared.embedded import PrerequisiteError
+    from shared.io.embedded import PrerequisiteError
+    from shared.model.topology import TopologyError
+    from shared.model.traces import TraceError
     from shared.pipeline.operators import OperatorLoadError
     from shared.policies import PolicyConfigError
-    from shared.topology import TopologyError
-    from shared.traces import TraceError
 
     bad_input = (TopologyError, TraceError, PolicyConfigError, ValueError, OperatorLoadError)
     try:

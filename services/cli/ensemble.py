@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from shared.connections import kafka_config
+from shared.io.connections import kafka_config
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
 
 PREDICTOR_HELP = (
@@ -70,14 +70,14 @@ SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
 
 def goal_env(args: argparse.Namespace) -> dict[str, str]:
     """--latency-goal-ms (the one goal: the plan scales for it, LAS sheds only when the
-    plan is short) and --stabiliser (a preset of shared.stabilise) as the services'
+    plan is short) and --stabiliser (a preset of shared.control.stabilise) as the services'
     settings."""
     env = {"SPS_LATENCY_GOAL_MS": str(args.latency_goal_ms)} if args.latency_goal_ms else {}
     return {**env, **({"SPS_STABILISER": args.stabiliser} if args.stabiliser else {})}
 
 
 def _goal_arguments(p: Any) -> None:
-    from shared.stabilise import DEFAULT_STABILISER, PRESETS
+    from shared.control.stabilise import DEFAULT_STABILISER, PRESETS
 
     p.add_argument(
         "--latency-goal-ms",
@@ -157,7 +157,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Why an operator had the replicas it had: the run's decisions.jsonl, in words."""
     from pathlib import Path
 
-    from shared.explain import describe, find
+    from shared.control.explain import describe, find
 
     path = Path(args.run) / "decisions.jsonl"
     if not path.exists():
@@ -175,7 +175,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from services.ensemble.demo import input_topic
     from services.ensemble.replay import played, replay
-    from shared import topology, traces
+    from shared.model import topology, traces
     from shared.settings import ServiceSettings
 
     settings = ServiceSettings()
@@ -204,7 +204,7 @@ def cmd_service(args: argparse.Namespace) -> int:
 def cmd_benchmark(args: argparse.Namespace) -> int:
     """Each operator's execution time and CPU share on sample events (what the dataplane
     measures at start when a topology leaves ``et_ms`` out)."""
-    from shared import topology
+    from shared.model import topology
     from shared.pipeline import costs
     from shared.pipeline.samples import sample_payloads
 

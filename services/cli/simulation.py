@@ -27,7 +27,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--latency-goal-ms",
         type=float,
-        help="the plan raises each need to clear the backlog within it (shared.plan)",
+        help="the plan raises each need to clear the backlog within it (shared.control.plan)",
     )
     p.add_argument("--budget-schedule", help="on-demand budget changes, e.g. 0:32,1200:16 (s:N)")
     p.add_argument(
@@ -90,7 +90,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--calm",
         action="store_true",
-        help="the measured stabiliser preset (shared.stabilise.CALM: a 3-interval window, "
+        help="the measured stabiliser preset (shared.control.stabilise.CALM: a 3-interval window, "
         "margin 0.35, --hold-on-backlog, tolerance 0.35 or 0.25 x count, scale-down tolerance "
         "0.15, --follow-falling-need); a policy spec may say it itself: "
         "pa-sps:lr+calm",
@@ -100,14 +100,15 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         choices=["goal", "full"],
         help="with --latency-goal-ms: shed at ingress, only while the plan is short (goal, "
         "as the ensemble) or Full Knowledge's least shedding for the goal (full); "
-        "shared/sim_shedding.py",
+        "shared/simulation/sim_shedding.py",
     )
     p.add_argument(
         "--mode",
         choices=["fluid", "event"],
         default="fluid",
         help="fluid: cohorts of events per interval (fast); event: every event, per-replica "
-        "queues, et with variance --et-cv2 (shared.event_dataplane; --json adds events_per_s)",
+        "queues, et with variance --et-cv2 (shared.simulation.event_dataplane; --json adds "
+        "events_per_s)",
     )
     p.add_argument(
         "--et-cv2",
@@ -124,7 +125,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
-    from shared import topology, traces
+    from shared.model import topology, traces
 
     args.topology = args.topology or "twitter"
     topo = topology.load(args.topology)
@@ -135,10 +136,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
-    from shared.engine import EngineModel, Limits
+    from shared.control.stabilise import split_spec
     from shared.policies import make_policy
-    from shared.simulator import simulate
-    from shared.stabilise import split_spec
+    from shared.simulation.engine import EngineModel, Limits
+    from shared.simulation.simulator import simulate
 
     topo, trace = _load(args)
     for flag, v in (("--t-out", args.t_out), ("--q-size", args.q_size)):
@@ -194,7 +195,7 @@ def stabilisation(args: argparse.Namespace) -> Any:
     """--scale-down-window (seconds) and --max-step as the plan service takes them."""
     import math
 
-    from shared.stabilise import Stabilisation
+    from shared.control.stabilise import Stabilisation
 
     if args.scale_down_window < 0 or (args.max_step is not None and args.max_step < 1):
         raise ValueError("--scale-down-window must be >= 0 and --max-step >= 1")
@@ -205,7 +206,7 @@ def stabilisation(args: argparse.Namespace) -> Any:
             "--scale-down-tolerance-ratio in [0, 1)"
         )
     if getattr(args, "calm", False):
-        from shared.stabilise import CALM
+        from shared.control.stabilise import CALM
 
         return CALM
     window = math.ceil(args.scale_down_window / args.td - 1e-9)
@@ -247,7 +248,7 @@ def _budget_schedule(text: str | None, td: float, default: int | None) -> Any:
 
 
 def _emit(args: argparse.Namespace, results: list[Any], as_list: bool) -> None:
-    from shared import report
+    from shared.simulation import report
 
     if args.plot:
         report.plot(results, args.plot)
@@ -278,7 +279,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     specs = args.policies.split(",") if args.policies else default_comparison()
     results = _run(args, [s.strip() for s in specs if s.strip()])
     if not args.policies:
-        from shared.scoring import rank
+        from shared.control.scoring import rank
 
         results = rank(results)
     _emit(args, results, as_list=True)
@@ -306,7 +307,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
 
     from services.ensemble import live_compare
     from services.ensemble.supervisor import measured_topology
-    from shared import topology
+    from shared.model import topology
 
     out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
@@ -346,7 +347,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
 
 
 def cmd_gen_trace(args: argparse.Namespace) -> int:
-    from shared import traces
+    from shared.model import traces
 
     tr = traces.spike_workload(
         duration_s=args.duration,
@@ -426,7 +427,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from shared import reproduce
+    from shared.simulation import reproduce
 
     names = [t.strip() for t in args.traces.split(",") if t.strip()]
     rows = [
@@ -496,7 +497,7 @@ def register(sub: Any) -> None:
         choices=["ideal", "live"],
         default="ideal",
         help="ideal: the model alone; live: with this project's calibrated engine costs "
-        "(shared.reproduce.engine_model)",
+        "(shared.simulation.reproduce.engine_model)",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reproduce)

@@ -16,10 +16,10 @@ from prometheus_client import CollectorRegistry
 from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
 from services.dataplane.observe import DataplaneCollector, health, serve
 from services.dataplane.options import CostMode, SourceOptions
-from shared import topology as topology_mod
-from shared.kafka_admin import ensure_topics
-from shared.knowledge_base import Keys
+from shared.io.kafka_admin import ensure_topics
+from shared.io.knowledge_base import Keys
 from shared.logs import configure_logging
+from shared.model import topology as topology_mod
 from shared.settings import DataplaneSettings
 
 log = logging.getLogger("sps.dataplane")
@@ -110,10 +110,10 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
     module that does not import or an ``open`` that fails stops the dataplane here, with
     one message naming the operator) and its costs: as declared, else measured on the
     sample events and published for the other services (``shared.pipeline.costs``)."""
+    from shared.io.redis_client import redis_client
     from shared.pipeline import costs
     from shared.pipeline.operators import Context, open_operator
     from shared.pipeline.samples import sample_payloads
-    from shared.redis_client import redis_client
 
     topo = topology_mod.load(settings.topology)
     r = redis_client(settings.redis_url)
@@ -161,7 +161,7 @@ def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[st
 
 def start_queries(spark: Any, settings: DataplaneSettings, topo: Any) -> list[Any]:
     from services.dataplane.source import SpsKafkaSource
-    from shared.redis_client import redis_client
+    from shared.io.redis_client import redis_client
 
     spark.dataSource.register(SpsKafkaSource)
     queries = [start_query(spark, settings, topo, ops) for ops in query_groups(settings, topo)]
@@ -266,8 +266,8 @@ def operator_failure(text: str) -> str:
 def serve_observability(
     settings: DataplaneSettings, topo: Any, queries: Callable[[], list[Any]]
 ) -> None:
-    from shared.embedded import free_port
-    from shared.redis_client import redis_client
+    from shared.io.embedded import free_port
+    from shared.io.redis_client import redis_client
 
     r = redis_client(settings.redis_url)
     registry = CollectorRegistry()

@@ -25,9 +25,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from shared import rescale_timeline
-from shared.knowledge_base import Keys
-from shared.tracked_producer import read_backlog
+from shared.io import rescale_timeline
+from shared.io.knowledge_base import Keys
+from shared.io.tracked_producer import read_backlog
 
 log = logging.getLogger("sps.dataplane")
 COUNTS = ("processed", "expired", "dead")

@@ -80,6 +80,6 @@ class SourceOptions(BaseModel):
         return cls.model_validate_json(options["settings"])
 
     def topology(self) -> Any:
-        from shared import topology
+        from shared.model import topology
 
         return topology.from_dict(yaml.safe_load(self.topology_doc), self.topology_name)

@@ -36,17 +36,17 @@ from services.dataplane.observe import counts_key
 from services.dataplane.options import SourceOptions
 from services.dataplane.sample import LatencySample
 from services.dataplane.slots import Slot, SlotRow
-from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
-from shared.envelope import BadEvent, Envelope, decode
-from shared.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
-from shared.id_ledger import IdBatch
-from shared.knowledge_base import Keys
+from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
+from shared.io.connections import kafka_config
+from shared.io.envelope import BadEvent, Envelope, decode
+from shared.io.id_ledger import IdBatch
+from shared.io.knowledge_base import Keys
+from shared.io.rescale_timeline import CountWatch, active_count
+from shared.io.tracked_producer import TrackedProducer, read_backlog
 from shared.pipeline.failures import Failure, FailureGuard, describe
 from shared.pipeline.operators import Context, Passthrough, Runnable, normalise, open_operator
-from shared.rescale_timeline import CountWatch, active_count
-from shared.tracked_producer import TrackedProducer, read_backlog
 
 
 class WorkerState:
@@ -151,7 +151,7 @@ class GroupRun:
     active: int
 
     def __post_init__(self) -> None:
-        from shared.redis_client import redis_client
+        from shared.io.redis_client import redis_client
 
         o = self.o
         self.topo = WORKER.get(("topo", o.topology_name, o.topology_doc), o.topology)

@@ -86,7 +86,7 @@ class OperatorReader(DataSourceStreamReader):
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
         if self._r is None:
-            from shared.redis_client import redis_client
+            from shared.io.redis_client import redis_client
 
             self._r = redis_client(self.o.redis_url)
         return self._r
@@ -97,7 +97,7 @@ class OperatorReader(DataSourceStreamReader):
         return self._topo
 
     def _keys(self) -> Any:
-        from shared.knowledge_base import Keys
+        from shared.io.knowledge_base import Keys
 
         return Keys(self.o.prefix)
 
@@ -115,7 +115,7 @@ class OperatorReader(DataSourceStreamReader):
         if self.o.fixed_replicas:  # the benchmark's hard-coded baseline
             return dict.fromkeys(self.operators, self.o.fixed_replicas)
         values = self._redis().mget([self._keys().active(op) for op in self.operators])
-        from shared.rescale_timeline import active_count
+        from shared.io.rescale_timeline import active_count
 
         topo = self._topology()
         return {
@@ -127,7 +127,7 @@ class OperatorReader(DataSourceStreamReader):
         """Each operator's partition ends, from the registry or the broker (a setting)."""
         if self.o.partition_ends == "watermarks":
             return self._watermark_ends()
-        from shared.tracked_producer import ends_key
+        from shared.io.tracked_producer import ends_key
 
         keys = self._keys()
         pipe = self._redis().pipeline(transaction=False)
@@ -143,12 +143,12 @@ class OperatorReader(DataSourceStreamReader):
         return out
 
     def _watermark_ends(self) -> dict[str, list[int]]:
-        from shared.kafka_io import end_offsets
+        from shared.io.kafka_io import end_offsets
 
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
 
-            from shared.connections import kafka_config
+            from shared.io.connections import kafka_config
 
             self._admin = AdminClient(kafka_config(self.o.bootstrap))
         keys = self._keys()
@@ -253,9 +253,9 @@ class OperatorReader(DataSourceStreamReader):
 
     def _record_effects(self, active: dict[str, int]) -> None:
         """This batch is the first with a changed count: the change took effect now
-        (shared.rescale_timeline). Checked only when a count differs from the previous
+        (shared.io.rescale_timeline). Checked only when a count differs from the previous
         batch's, and once per operator after a (re)start."""
-        from shared.rescale_timeline import record_effect
+        from shared.io.rescale_timeline import record_effect
 
         now = time.time()
         for op in self.operators:
@@ -270,8 +270,8 @@ class OperatorReader(DataSourceStreamReader):
         processed-up-to offsets) is recorded by the tasks themselves (``replica.publish``)."""
         from confluent_kafka import Producer
 
-        from shared.connections import kafka_config
         from shared.contracts.metrics import OperatorCounters
+        from shared.io.connections import kafka_config
 
         ends = self._ends()
         active = self._active()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from shared.connections import kafka_config
+from shared.io.connections import kafka_config
 
 
 class DecisionLog:

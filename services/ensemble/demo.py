@@ -17,13 +17,14 @@ from services.ensemble import report as report_mod
 from services.ensemble.live_view import Feed, render
 from services.ensemble.replay import WARMUP_S, played, replay, warmup_ticks
 from services.ensemble.supervisor import measured_topology, up
-from shared import id_ledger, rescale_timeline, traces
-from shared import topology as topology_mod
-from shared.kafka_io import read_topic
-from shared.knowledge_base import Keys
-from shared.redis_client import redis_client
+from shared.control.stabilise import Stabilisation
+from shared.io import id_ledger, rescale_timeline
+from shared.io.kafka_io import read_topic
+from shared.io.knowledge_base import Keys
+from shared.io.redis_client import redis_client
+from shared.model import topology as topology_mod
+from shared.model import traces
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, PlanSettings, ServiceSettings
-from shared.stabilise import Stabilisation
 
 # The default peak's ceiling: a pipeline whose measured costs are microseconds would
 # otherwise be replayed at hundreds of thousands of events/s, far past what the engine's
@@ -80,7 +81,7 @@ def run(
     ticks = played(trace, speedup, peak)
     topics = ServiceSettings().topics
     console = Console()
-    # every event's fate by id, per stage (shared/id_ledger.py): the report's `lost`
+    # every event's fate by id, per stage (shared/io/id_ledger.py): the report's `lost`
     env = {"SPS_TRACK_IDS": "true", **(extra_env or {})}
     with up(topology, run_dir, policy, predictor, tau_ms, extra_env=env) as ens:
         if live:
@@ -185,7 +186,7 @@ def run(
     rep["deadletter"] = str(deadletter)
     if compare_static:  # what the simulator says the baselines would have done
         from services.ensemble.forecast import Scenario, simulated
-        from shared.engine import LIVE_ENGINE
+        from shared.simulation.engine import LIVE_ENGINE
 
         sc = Scenario(topology, trace_name, duration, peak)
         spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
@@ -247,7 +248,7 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
     """Wait until the ingress has taken everything and every operator's query has
     committed up to the partition ends the producers recorded, or time out. Event-driven:
     a slow machine only takes longer, it does not end the drain early."""
-    from shared.tracked_producer import read_ends
+    from shared.io.tracked_producer import read_ends
 
     keys = Keys(prefix)
     deadline = time.monotonic() + drain_s

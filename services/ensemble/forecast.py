@@ -1,5 +1,5 @@
 """The simulator's forecast of a live run: the same trace, topology, peak and arrivals the
-demo replays, simulated with the live engine's calibration (``shared.engine``). Used by
+demo replays, simulated with the live engine's calibration (``shared.simulation.engine``). Used by
 ``demo`` (its report's forecast columns) and ``compare --live``."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from shared import topology as topology_mod
-from shared import traces
-from shared.engine import EngineModel, Limits
+from shared.control.stabilise import Stabilisation
+from shared.model import topology as topology_mod
+from shared.model import traces
 from shared.policies import make_policy
-from shared.simulator import SimulationResult, simulate
-from shared.stabilise import Stabilisation
+from shared.simulation.engine import EngineModel, Limits
+from shared.simulation.simulator import SimulationResult, simulate
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from services.ensemble.forecast import Scenario, simulated
-from shared import topology as topology_mod
-from shared.bandit import RewardBounds, reward
-from shared.engine import LIVE_ENGINE, EngineModel, Limits
-from shared.run_metrics import edge_degradation, per_hour
-from shared.stabilise import Stabilisation, plan_env, split_spec
+from shared.control.bandit import RewardBounds, reward
+from shared.control.stabilise import Stabilisation, plan_env, split_spec
+from shared.model import topology as topology_mod
+from shared.simulation.engine import LIVE_ENGINE, EngineModel, Limits
+from shared.simulation.run_metrics import edge_degradation, per_hour
 
 FIGURES = (
     "saved_resources",
@@ -67,7 +67,7 @@ def live_figures(
 
 
 def run_reward(figures: dict[str, Any], goal_s: float | None = None) -> float | None:
-    """The bandit's reward (``shared.bandit.reward``, the authors' weights and bounds)
+    """The bandit's reward (``shared.control.bandit.reward``, the authors' weights and bounds)
     over a whole run, latency normalised against the goal (5 s without one): what
     issue 15 compares ``pa-sps:auto`` with each single predictor by."""
     lat, degr, saved = (

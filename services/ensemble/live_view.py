@@ -9,8 +9,8 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from rich.table import Table
 
-from shared.connections import kafka_config
-from shared.topology import Topology
+from shared.io.connections import kafka_config
+from shared.model.topology import Topology
 
 
 class Feed:

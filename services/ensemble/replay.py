@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 from confluent_kafka import Producer
 
-from shared.connections import kafka_config
+from shared.io.connections import kafka_config
+from shared.model.topology import Topology
+from shared.model.traces import Trace
 from shared.pipeline.samples import record_bytes, sample_payloads
-from shared.topology import Topology
-from shared.traces import Trace
 
 
 def sample_events(

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from shared.id_ledger import StageAccount
-from shared.run_metrics import edge_degradation, per_hour
-from shared.topology import Topology
+from shared.io.id_ledger import StageAccount
+from shared.model.topology import Topology
+from shared.simulation.run_metrics import edge_degradation, per_hour
 
 
 def replay_window(stats: list[dict]) -> list[dict]:

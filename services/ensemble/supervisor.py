@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared import embedded
-from shared.embedded import PrerequisiteError, free_port
+from shared.io import embedded
+from shared.io.embedded import PrerequisiteError, free_port
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, DataplaneSettings, LocalSettings
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
@@ -196,9 +196,9 @@ def up(
 ) -> Iterator[Ensemble]:
     """Start everything; stop everything on exit, whatever happened. ``replace`` runs
     the given command instead of a built-in service (the same environment, supervised)."""
-    from shared import topology as topology_mod
-    from shared.kafka_admin import ensure_topics
-    from shared.knowledge_base import Keys
+    from shared.io.kafka_admin import ensure_topics
+    from shared.io.knowledge_base import Keys
+    from shared.model import topology as topology_mod
     from shared.settings import ServiceSettings
 
     check_prerequisites()
@@ -276,7 +276,7 @@ def measured_topology(topology: str, run_dir: Path, events_file: str | Path | No
     and written to ``<run_dir>/topology.yaml``, so all services plan on one measurement."""
     import yaml
 
-    from shared import topology as topology_mod
+    from shared.model import topology as topology_mod
     from shared.pipeline import costs
     from shared.pipeline.samples import sample_payloads
 

@@ -15,8 +15,8 @@ from services.runtime import ServiceApp, ServiceMetrics
 from shared.contracts.action import ActionRecord
 from shared.contracts.base import encode
 from shared.contracts.plan import PlanRecord, RescaleRequest
+from shared.io.redis_client import redis_client
 from shared.pipeline.costs import service_topology
-from shared.redis_client import redis_client
 from shared.settings import ExecuteSettings, settings_or_exit
 
 log = logging.getLogger("services.execute")

@@ -18,20 +18,20 @@ from confluent_kafka import Consumer, Producer
 
 from services.ingress.arrivals import ArrivalCounts, arrival_s
 from services.ingress.core import Gate, events_of
-from shared.connections import kafka_config
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
-from shared.embedded import free_port
-from shared.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
-from shared.id_ledger import IdBatch
-from shared.kafka_admin import ensure_topics
-from shared.knowledge_base import Keys
+from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
+from shared.io.connections import kafka_config
+from shared.io.embedded import free_port
+from shared.io.id_ledger import IdBatch
+from shared.io.kafka_admin import ensure_topics
+from shared.io.knowledge_base import Keys
+from shared.io.redis_client import redis_client
+from shared.io.rescale_timeline import CountWatch, active_count
+from shared.io.tracked_producer import TrackedProducer, read_backlog
 from shared.logs import configure_logging
 from shared.pipeline.costs import service_topology
-from shared.redis_client import redis_client
-from shared.rescale_timeline import CountWatch, active_count
 from shared.settings import IngressSettings, settings_or_exit
-from shared.tracked_producer import TrackedProducer, read_backlog
 
 log = logging.getLogger("sps.ingress")
 

@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from shared.engine import LIVE_ENGINE
-from shared.envelope import Envelope
+from shared.io.envelope import Envelope
+from shared.io.rescale_timeline import active_count
+from shared.io.tracked_producer import read_backlog
 from shared.las.redis_store import SketchSubscriber
 from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
+from shared.model.topology import Topology
 from shared.pipeline.records import BadRecord, SourceSpec
-from shared.rescale_timeline import active_count
-from shared.sim_shedding import admissible
-from shared.topology import Topology
-from shared.tracked_producer import read_backlog
+from shared.simulation.engine import LIVE_ENGINE
+from shared.simulation.sim_shedding import admissible
 
 
 @dataclass

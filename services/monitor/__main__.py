@@ -7,9 +7,9 @@ from services.runtime import ServiceApp, ServiceMetrics
 from shared.contracts.base import ContractError, encode
 from shared.contracts.metrics import OperatorCounters
 from shared.contracts.stats import StatsRecord
-from shared.knowledge_base import Keys
+from shared.io.knowledge_base import Keys
+from shared.io.redis_client import redis_client
 from shared.pipeline.costs import service_topology
-from shared.redis_client import redis_client
 from shared.settings import MonitorSettings, settings_or_exit
 
 

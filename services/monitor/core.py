@@ -20,7 +20,7 @@ import numpy as np
 
 from shared.contracts.metrics import OperatorCounters
 from shared.contracts.stats import OperatorInterval, StatsRecord
-from shared.topology import SOURCE, Topology
+from shared.model.topology import SOURCE, Topology
 
 
 @dataclass

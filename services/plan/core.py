@@ -1,5 +1,5 @@
 """Plan: an analysis in, a plan out (Algorithm 2 with pool bounds and the budget, shared
-with the simulator through ``shared.plan.make_plan``)."""
+with the simulator through ``shared.control.plan.make_plan``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from shared.contracts.analysis import AnalysisRecord
 from shared.contracts.base import ContractError
 from shared.contracts.decision import DecisionRecord
 from shared.contracts.plan import PlanRecord
-from shared.plan import make_plan
+from shared.control.plan import make_plan
+from shared.control.stabilise import Backlog, Stabilisation, Stabiliser
+from shared.model.topology import Topology
 from shared.policies.base import Analysis, OperatorDecision
-from shared.stabilise import Backlog, Stabilisation, Stabiliser
-from shared.topology import Topology
 
 
 class Planner:

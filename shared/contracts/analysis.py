@@ -16,7 +16,7 @@ class OperatorNeed(BaseModel):
     raw_replicas: float = 0.0  # before rounding and the pool's bounds
     inputs: dict[str, float] = Field(default_factory=dict)  # what the policy decided from
     rule: str = ""  # the policy's rule, in words
-    # measured, whatever the policy: the plan's backlog rule (shared/stabilise.py)
+    # measured, whatever the policy: the plan's backlog rule (shared/control/stabilise.py)
     queued: float = Field(default=0.0, ge=0)
     et_s: float = Field(default=0.0, ge=0)
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from shared.contracts.base import Record
-from shared.interval_stats import IntervalStats, OperatorStats
+from shared.model.interval_stats import IntervalStats, OperatorStats
 
 
 class OperatorInterval(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.knowledge_base import Keys
+from shared.io.knowledge_base import Keys
 from shared.las.sketch import Hashes, SketchPair
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.envelope import Envelope, decode
+from shared.io.envelope import Envelope, decode
+from shared.model.topology import Topology
 from shared.pipeline.operators import Context, Passthrough, Runnable, normalise, open_operator
-from shared.topology import Topology
 
 WARMUP_EVENTS = 20  # first calls fill caches and compile regexes: not the steady cost
 MAX_EVENTS = 500
@@ -159,8 +159,8 @@ def resolved(topo: Topology, redis: Any, prefix: str, wait_s: float = 300.0) -> 
 def service_topology(settings: Any) -> Topology:
     """A service's topology (``settings.topology``): with its operators' costs, waiting
     for the dataplane's measurement when the topology leaves ``et_ms`` out."""
-    from shared import topology
-    from shared.redis_client import redis_client
+    from shared.io.redis_client import redis_client
+    from shared.model import topology
 
     topo = topology.load(settings.topology)
     if topo.measured:

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from shared.envelope import Envelope
+from shared.io.envelope import Envelope
 
 FORMATS = ("json", "text", "bytes")
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
+from shared.model.topology import Topology
 from shared.pipeline.operators import resolve
-from shared.topology import Topology
 
 GENERATED = 5000  # payloads drawn from a generator (then cycled)
 

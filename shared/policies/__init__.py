@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from shared.control.predictors import TRAINED
+from shared.model.topology import Topology
 from shared.policies.base import Analysis, OperatorDecision, Policy, PolicyConfigError
 from shared.policies.pa_sps import PASPS, pa_sps, pa_sps_auto, pa_sps_bandit, presps
 from shared.policies.static import Static
-from shared.predictors import TRAINED
-from shared.topology import Topology
 
 __all__ = [
     "PASPS",
@@ -50,9 +50,11 @@ def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
 
 def _pa_sps_predictor(topo: Topology, predictor: str, opts: dict[str, Any]) -> PASPS:
     kw = {k: opts[k] for k in ("retrain_every",) if opts.get(k) is not None}
-    if predictor == "auto":  # the recently most accurate predictor (shared/selection.py)
+    if predictor == "auto":  # the recently most accurate predictor (shared/control/selection.py)
         return pa_sps_auto(topo, **kw)
-    if predictor == "bandit":  # the authors' UCB bandit over the predictors (shared/bandit.py)
+    if (
+        predictor == "bandit"
+    ):  # the authors' UCB bandit over the predictors (shared/control/bandit.py)
         goal = opts.get("latency_goal_ms")
         return pa_sps_bandit(topo, goal_ms=float(goal) if goal else 5_000.0, **kw)
     p = pa_sps(topo, predictor, **(kw if predictor in TRAINED else {}))

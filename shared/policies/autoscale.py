@@ -16,9 +16,9 @@ from enum import Enum
 
 import numpy as np
 
-from shared.interval_stats import IntervalStats
+from shared.model.interval_stats import IntervalStats
+from shared.model.topology import SOURCE, Topology
 from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
-from shared.topology import SOURCE, Topology
 
 
 class Activity(Enum):

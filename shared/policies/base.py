@@ -2,7 +2,7 @@
 
 A policy sees one interval's statistics and says, per operator, how many active replicas
 the next interval needs. Planning (pool bounds, the global budget) is shared: see
-``shared.plan``. The simulator and the analyze service call the very same objects.
+``shared.control.plan``. The simulator and the analyze service call the very same objects.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from shared.interval_stats import IntervalStats
+from shared.model.interval_stats import IntervalStats
 
 
 class PolicyConfigError(ValueError):

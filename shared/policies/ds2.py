@@ -14,9 +14,9 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from shared.interval_stats import IntervalStats
+from shared.model.interval_stats import IntervalStats
+from shared.model.topology import SOURCE, Topology
 from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
-from shared.topology import SOURCE, Topology
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shared.interval_stats import IntervalStats
+from shared.model.interval_stats import IntervalStats
+from shared.model.topology import Topology
 from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
-from shared.topology import Topology
 
 
 @dataclass

@@ -161,7 +161,7 @@ def replay(env: dict[str, str], seconds: float = 15) -> int:
 def wait_all_accounted(expected_sent: int, timeout: float = 300) -> list:
     """Until every id sent to each operator is processed there, by id; returns the
     stage accounts."""
-    from shared import id_ledger
+    from shared.io import id_ledger
 
     r = redis_client()
     deadline = time.monotonic() + timeout
@@ -231,7 +231,7 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
     stages = wait_all_accounted(sent)
     assert stages[0].sent == sent and stages[1].processed == sent
     # the output topic holds each event's output once, right
-    from shared.kafka_io import read_topic
+    from shared.io.kafka_io import read_topic
 
     rows = read_topic("127.0.0.1:9094", "results", max_s=60)
     assert len(rows) == len({row["id"] for row in rows}) == sent

@@ -226,7 +226,7 @@ def swapped(tmp_path_factory):
 
     from services.ensemble.replay import replay
     from services.ensemble.supervisor import up
-    from shared import topology
+    from shared.model import topology
     from shared.settings import ServiceSettings
 
     topo = topology.load("twitter_remote")
@@ -257,9 +257,9 @@ def swapped(tmp_path_factory):
 def test_a_swapped_in_analyze_service_drives_the_pools(swapped):
     """The built-in plan and execute apply what the example asks: at least two replicas
     everywhere, which no built-in policy would ask at this trickle of traffic."""
-    from shared.kafka_io import read_topic
-    from shared.knowledge_base import Keys
-    from shared.redis_client import redis_client
+    from shared.io.kafka_io import read_topic
+    from shared.io.knowledge_base import Keys
+    from shared.io.redis_client import redis_client
     from shared.settings import ServiceSettings
 
     ens, topo = swapped

@@ -48,9 +48,9 @@ def _rescale_mid_stream(ens) -> None:
 
     from confluent_kafka import Producer
 
-    from shared.connections import kafka_config
     from shared.contracts.base import encode
     from shared.contracts.plan import RescaleRequest
+    from shared.io.connections import kafka_config
     from shared.settings import ServiceSettings
 
     time.sleep(8)

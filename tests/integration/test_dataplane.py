@@ -15,13 +15,14 @@ import redis
 from sps_twitter import operators as twitter
 
 from services.execute.core import Executor
-from shared import id_ledger, rescale_timeline, topology
 from shared.contracts.plan import PlanRecord
-from shared.embedded import free_port
-from shared.envelope import Envelope
-from shared.kafka_io import read_topic as read_all
-from shared.knowledge_base import Keys
-from shared.tracked_producer import TrackedProducer
+from shared.io import id_ledger, rescale_timeline
+from shared.io.embedded import free_port
+from shared.io.envelope import Envelope
+from shared.io.kafka_io import read_topic as read_all
+from shared.io.knowledge_base import Keys
+from shared.io.tracked_producer import TrackedProducer
+from shared.model import topology
 
 pytestmark = pytest.mark.integration
 

@@ -1,10 +1,10 @@
 import pytest
 
 from services.execute.core import Executor
-from shared import topology
 from shared.contracts.plan import PlanRecord, RescaleRequest
-from shared.envelope import Envelope
-from shared.knowledge_base import Keys
+from shared.io.envelope import Envelope
+from shared.io.knowledge_base import Keys
+from shared.model import topology
 
 pytestmark = pytest.mark.integration
 TOPO = topology.load("twitter")
@@ -46,8 +46,8 @@ def test_a_password_protected_redis_needs_the_password_setting(monkeypatch):
     SPS_REDIS_PASSWORD and is refused without it."""
     import redis as redis_py
 
-    from shared.embedded import RedisServer
-    from shared.redis_client import redis_client
+    from shared.io.embedded import RedisServer
+    from shared.io.redis_client import redis_client
 
     server = RedisServer(password="s3cret").start()
     try:
@@ -113,7 +113,7 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     760; the rest is shed, none lost. Once the plan is no longer short: no bound."""
 
     from services.ingress.core import Gate
-    from shared.tracked_producer import ends_key
+    from shared.io.tracked_producer import ends_key
 
     keys = Keys("bound")
     ex = Executor(redis_client, TOPO, keys)

@@ -3,8 +3,8 @@ and a replayed duplicate cannot hide it."""
 
 import pytest
 
-from shared import id_ledger
-from shared.id_ledger import IdBatch
+from shared.io import id_ledger
+from shared.io.id_ledger import IdBatch
 
 pytestmark = pytest.mark.integration
 

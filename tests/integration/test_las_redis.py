@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from shared.knowledge_base import Keys
+from shared.io.knowledge_base import Keys
 from shared.las.redis_store import SketchPublisher, SketchSubscriber
 from shared.las.shedder import AverageQueuingLatency, LasShedder
 from shared.las.sketch import Hashes, SketchPair

@@ -11,12 +11,12 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from shared import topology
 from shared.contracts.metrics import OperatorCounters
-from shared.kafka_admin import ensure_topics
-from shared.kafka_io import read_topic
-from shared.knowledge_base import Keys
-from shared.topics import Topics
+from shared.io.kafka_admin import ensure_topics
+from shared.io.kafka_io import read_topic
+from shared.io.knowledge_base import Keys
+from shared.io.topics import Topics
+from shared.model import topology
 from tests.support.processes import ServiceProcess
 from tests.support.recorded import chain_interval
 

@@ -12,10 +12,10 @@ import yaml
 
 from services.dataplane.options import SourceOptions
 from services.dataplane.source import OperatorReader
-from shared import topology
-from shared.kafka_admin import ensure_topics
-from shared.knowledge_base import Keys
-from shared.tracked_producer import TrackedProducer
+from shared.io.kafka_admin import ensure_topics
+from shared.io.knowledge_base import Keys
+from shared.io.tracked_producer import TrackedProducer
+from shared.model import topology
 
 pytestmark = pytest.mark.integration
 

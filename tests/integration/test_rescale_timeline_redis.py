@@ -4,9 +4,10 @@ recorded once, and the /metrics histogram counted as changes happen."""
 import pytest
 
 from services.execute.core import Executor
-from shared import rescale_timeline, topology
 from shared.contracts.plan import PlanRecord
-from shared.knowledge_base import Keys
+from shared.io import rescale_timeline
+from shared.io.knowledge_base import Keys
+from shared.model import topology
 
 pytestmark = pytest.mark.integration
 TOPO = topology.load("twitter")

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from services.runtime import SHUTDOWN_GRACE_S
-from shared import embedded
+from shared.io import embedded
 from tests.support.processes import ServiceProcess
 
 pytestmark = pytest.mark.integration

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import redis
 
-from shared import id_ledger
-from shared.envelope import Envelope
-from shared.knowledge_base import Keys
-from shared.tracked_producer import TrackedProducer
+from shared.io import id_ledger
+from shared.io.envelope import Envelope
+from shared.io.knowledge_base import Keys
+from shared.io.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
 OPERATOR = "work"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.interval_stats import IntervalStats, OperatorStats
+from shared.model.interval_stats import IntervalStats, OperatorStats
 
 TWITTER_CHAIN = ("parse", "classify_content", "classify_author", "store")
 

@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from shared.embedded import free_port
+from shared.io.embedded import free_port
 
 
 class ServiceProcess:

@@ -1,11 +1,11 @@
-"""The UCB bandit over predictors (shared/bandit.py), with hand-computed scores."""
+"""The UCB bandit over predictors (shared/control/bandit.py), with hand-computed scores."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared import topology
-from shared.bandit import UCB, RewardBounds, reward
+from shared.control.bandit import UCB, RewardBounds, reward
+from shared.model import topology
 from shared.policies import make_policy
 from shared.policies.pa_sps import PASPSBandit
 from tests.support.chain_stats import chain_stats

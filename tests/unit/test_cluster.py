@@ -14,7 +14,7 @@ from services.dataplane.cluster import (
     project_zip,
 )
 from services.dataplane.options import SourceOptions
-from shared import topology
+from shared.model import topology
 
 pytestmark = pytest.mark.unit
 
@@ -87,7 +87,7 @@ def test_the_users_operator_package_ships_with_the_project(tmp_path, monkeypatch
     (tmp_path / "src" / "single.py").write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     names = zipfile.ZipFile(
-        project_zip(tmp_path, ["mypipe.ops", "single", "shared.topology"])
+        project_zip(tmp_path, ["mypipe.ops", "single", "shared.model.topology"])
     ).namelist()
     assert {"mypipe/ops.py", "mypipe/__init__.py", "single.py"} <= set(names)
-    assert "shared/topology.py" in names and "services/dataplane/replica.py" in names
+    assert "shared/model/topology.py" in names and "services/dataplane/replica.py" in names

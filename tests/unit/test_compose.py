@@ -18,8 +18,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from services.cli.ensemble import SERVICES
-from shared import topology
-from shared.knowledge_base import Keys
+from shared.io.knowledge_base import Keys
+from shared.model import topology
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).parents[2]

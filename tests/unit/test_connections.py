@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.connections import KafkaSecurity, RedisSecurity, kafka_config
+from shared.io.connections import KafkaSecurity, RedisSecurity, kafka_config
 
 pytestmark = pytest.mark.unit
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from services.plan.core import Planner, decisions
-from shared import topology
 from shared.contracts.analysis import AnalysisRecord, OperatorNeed
-from shared.explain import describe, find
-from shared.interval_stats import IntervalStats, OperatorStats
+from shared.control.explain import describe, find
+from shared.control.predictors import make_predictor
+from shared.model import topology
+from shared.model.interval_stats import IntervalStats, OperatorStats
 from shared.policies.pa_sps import PASPS
-from shared.predictors import make_predictor
 from tests.support.records import analysis_record
 
 pytestmark = pytest.mark.unit

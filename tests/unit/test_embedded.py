@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from shared import embedded
+from shared.io import embedded
 
 pytestmark = pytest.mark.unit
 

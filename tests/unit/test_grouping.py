@@ -1,6 +1,6 @@
 import pytest
 
-from shared.grouping import LoadAwareRouter, utilisation
+from shared.control.grouping import LoadAwareRouter, utilisation
 
 pytestmark = pytest.mark.unit
 

@@ -91,7 +91,7 @@ def test_live_figures_cover_the_replay_intervals_only():
     pool 32; active totals 4, 8, 16 -> saved 1 - (28 / 3) / 32 = 0.708; a rescale is an
     operator-interval whose count changed: 4 operators x 2 changes."""
     from services.ensemble.live_compare import live_figures
-    from shared import topology
+    from shared.model import topology
 
     topo = topology.load("twitter")
 

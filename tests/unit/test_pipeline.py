@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
-from shared import topology
-from shared.envelope import Envelope, decode
+from shared.control.plan import make_plan
+from shared.io.envelope import Envelope, decode
+from shared.model import topology
 from shared.pipeline.costs import measure
 from shared.pipeline.failures import FailureGuard, OperatorFailing, describe
 from shared.pipeline.operators import (
@@ -20,7 +21,6 @@ from shared.pipeline.operators import (
     open_operator,
 )
 from shared.pipeline.records import BadRecord, SourceSpec
-from shared.plan import make_plan
 from shared.policies.base import Analysis, OperatorDecision
 
 pytestmark = pytest.mark.unit

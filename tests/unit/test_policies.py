@@ -1,7 +1,9 @@
 import pytest
 
-from shared import stela, topology
-from shared.interval_stats import IntervalStats, OperatorStats
+from shared.control import stela
+from shared.model import topology
+from shared.model.interval_stats import IntervalStats, OperatorStats
+from shared.model.topology import Edge, Operator, Topology
 from shared.policies import PolicyConfigError, make_policy, policy_names
 from shared.policies.autoscale import (
     DECISION_MATRIX,
@@ -13,7 +15,6 @@ from shared.policies.autoscale import (
     new_degree,
 )
 from shared.policies.ds2 import DS2, DS2Params
-from shared.topology import Edge, Operator, Topology
 
 pytestmark = pytest.mark.unit
 
@@ -350,8 +351,8 @@ def test_bad_parameters_are_refused(build, needle):
 
 
 def test_every_policy_runs_in_the_simulator():
-    from shared import traces
-    from shared.simulator import simulate
+    from shared.model import traces
+    from shared.simulation.simulator import simulate
 
     topo = topology.load("twitter")
     arrivals = traces.load("short-spikes").per_interval(1.0)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from services.dataplane import job
-from shared import topology
+from shared.model import topology
 from shared.settings import DataplaneSettings
 
 pytestmark = pytest.mark.unit

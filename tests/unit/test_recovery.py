@@ -1,8 +1,8 @@
-"""shared/recovery.py on hand-made series (td = 1 s, the fault at t = 20.4 s)."""
+"""shared/simulation/recovery.py on hand-made series (td = 1 s, the fault at t = 20.4 s)."""
 
 import pytest
 
-from shared.recovery import Interval, recovery
+from shared.simulation.recovery import Interval, recovery
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +65,7 @@ def test_no_fault_measures_nothing() -> None:
 
 def test_the_monitors_records_are_read_as_published():
     from shared.contracts.stats import StatsRecord
-    from shared.recovery import intervals_from_stats
+    from shared.simulation.recovery import intervals_from_stats
 
     assert "latency_ms_mean" in StatsRecord.model_fields
     rec = {

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from services.cli import main
-from shared import reproduce
+from shared.simulation import reproduce
 
 pytestmark = pytest.mark.unit
 

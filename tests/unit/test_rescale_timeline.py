@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.rescale_timeline import Rescale, active_count, histogram, summary, with_recovery
+from shared.io.rescale_timeline import Rescale, active_count, histogram, summary, with_recovery
 
 pytestmark = pytest.mark.unit
 

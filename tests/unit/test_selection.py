@@ -1,13 +1,13 @@
-"""Full-information predictor selection (shared/selection.py), with hand-checked errors."""
+"""Full-information predictor selection (shared/control/selection.py), with hand-checked errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared import topology
+from shared.control.selection import ErrorLeader
+from shared.model import topology
 from shared.policies import make_policy
 from shared.policies.pa_sps import LeaderPredictor
-from shared.selection import ErrorLeader
 from tests.support.chain_stats import chain_stats
 
 pytestmark = pytest.mark.unit

@@ -3,11 +3,11 @@ import pytest
 from services.analyze.core import Analyzer
 from services.monitor.core import Closer, IntervalAggregator
 from services.plan.core import Planner
-from shared import topology
 from shared.contracts.base import ContractError, decode, encode
 from shared.contracts.metrics import OperatorCounters
 from shared.contracts.plan import PlanRecord, RescaleRequest
 from shared.contracts.stats import StatsRecord
+from shared.model import topology
 
 pytestmark = pytest.mark.unit
 

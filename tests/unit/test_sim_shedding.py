@@ -3,10 +3,11 @@ plan-gated shedder against Full Knowledge."""
 
 import pytest
 
-from shared import sim_shedding, traces
+from shared.model import traces
+from shared.model.topology import load
 from shared.policies import make_policy
-from shared.simulator import simulate
-from shared.topology import load
+from shared.simulation import sim_shedding
+from shared.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 TOPO = load("twitter")  # et 0.4 / 2.5 / 2.0 / 1.5 ms, θ = 1 everywhere, pools of 8

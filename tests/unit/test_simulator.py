@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from services.cli import main
-from shared import topology, traces
+from shared.model import topology, traces
+from shared.model.topology import Operator
 from shared.policies import make_policy
-from shared.simulator import simulate
-from shared.topology import Operator
+from shared.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 

@@ -5,12 +5,12 @@ Every operator below runs 1 replica at et = 10 ms: 100 events/s."""
 import numpy as np
 import pytest
 
-from shared import topology
-from shared.engine import EngineModel, Limits
-from shared.fluid_queue import gg_c_wait
+from shared.model import topology
+from shared.model.topology import Operator
 from shared.policies import make_policy
-from shared.simulator import simulate
-from shared.topology import Operator
+from shared.simulation.engine import EngineModel, Limits
+from shared.simulation.fluid_queue import gg_c_wait
+from shared.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 

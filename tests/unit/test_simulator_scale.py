@@ -2,8 +2,8 @@
 
 import pytest
 
-from shared.fluid_queue import Cohort, coalesce
-from shared.topology import SOURCE, generated_dag
+from shared.model.topology import SOURCE, generated_dag
+from shared.simulation.fluid_queue import Cohort, coalesce
 
 pytestmark = pytest.mark.unit
 

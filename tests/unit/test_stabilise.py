@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from services.plan.core import Planner
-from shared import topology
 from shared.contracts.analysis import AnalysisRecord, OperatorNeed
+from shared.control.stabilise import Stabilisation, Stabiliser
+from shared.model import topology
 from shared.policies import make_policy
-from shared.simulator import simulate
-from shared.stabilise import Stabilisation, Stabiliser
+from shared.simulation.simulator import simulate
 from tests.support.records import analysis_record
 
 pytestmark = pytest.mark.unit
@@ -173,8 +173,8 @@ def test_the_calm_preset_survives_the_trip_through_the_plan_services_environment
     """compare --live hands CALM to the plan service as SPS_* variables (plan_env); the
     service reads them back (PlanSettings): every rule arrives, the window in seconds."""
 
+    from shared.control.stabilise import CALM, plan_env
     from shared.settings import PlanSettings
-    from shared.stabilise import CALM, plan_env
 
     for name, value in plan_env(CALM, 2.0).items():
         monkeypatch.setenv(name, value)
@@ -187,8 +187,8 @@ def test_the_calm_preset_survives_the_trip_through_the_plan_services_environment
 def test_the_plan_service_runs_the_calm_preset_unless_told_otherwise(monkeypatch):
     """A user who sets nothing gets the measured stabiliser; SPS_STABILISER=none gives the
     papers' policies as written; a rule set on its own goes over the preset."""
+    from shared.control.stabilise import CALM
     from shared.settings import PlanSettings
-    from shared.stabilise import CALM
 
     monkeypatch.setenv("SPS_TD", "1.0")
     assert PlanSettings().stabilisation() == CALM
@@ -206,7 +206,7 @@ def test_the_plan_service_runs_the_calm_preset_unless_told_otherwise(monkeypatch
 
 
 def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
-    from shared.stabilise import Backlog
+    from shared.control.stabilise import Backlog
 
     rules = Stabilisation(hold_on_backlog=True)
     # et 10 ms, td 1 s: a replica processes 100 events an interval. Queue 250 + 100
@@ -228,7 +228,7 @@ def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
 
 
 def test_a_preset_rides_on_the_policy_spec():
-    from shared.stabilise import CALM, plan_env, split_spec
+    from shared.control.stabilise import CALM, plan_env, split_spec
 
     assert split_spec("pa-sps:lr") == ("pa-sps:lr", None)
     assert split_spec("pa-sps:lr+calm") == ("pa-sps:lr", CALM)

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from shared import topology
-from shared.topology import TopologyError, from_dict
+from shared.model import topology
+from shared.model.topology import TopologyError, from_dict
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from shared import traces
-from shared.traces import TraceError
+from shared.model import traces
+from shared.model.traces import TraceError
 
 pytestmark = pytest.mark.unit
 

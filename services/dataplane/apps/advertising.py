@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from shared.envelope import BadEvent
+from shared.io.envelope import BadEvent
 
 WINDOW_S = 10
 

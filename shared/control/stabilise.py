@@ -44,7 +44,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shared.interval_stats import IntervalStats
+from shared.model.interval_stats import IntervalStats
 from shared.policies.base import Analysis
 
 

@@ -31,7 +31,7 @@ class Keys:
 
     def topic(self, op: str) -> str:
         """The operator's Kafka topic in this run's namespace."""
-        from shared.topics import Topics
+        from shared.io.topics import Topics
 
         return Topics.operator(op, self.prefix)
 
@@ -54,7 +54,7 @@ class Keys:
 
     @property
     def rescale_log(self) -> str:
-        """Every change that took effect, oldest first (shared.rescale_timeline)."""
+        """Every change that took effect, oldest first (shared.io.rescale_timeline)."""
         return f"{self.prefix}:dp:rescales"
 
     @property

@@ -1,5 +1,5 @@
 """What a simulation accumulates: one interval's tally and the run's per-interval series
-(``shared.run_metrics`` summarises them)."""
+(``shared.simulation.run_metrics`` summarises them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shared.interval_stats import OperatorStats
+from shared.model.interval_stats import OperatorStats
 
 
 @dataclass

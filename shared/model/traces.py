@@ -112,7 +112,7 @@ def _search_dirs() -> list[Path]:
     if env := LocalSettings().trace_dir:
         dirs.append(Path(env))
     # The reference traces beside a checkout (never copied into the repository).
-    dirs.append(Path(__file__).resolve().parents[2] / "shared" / "traces")
+    dirs.append(Path(__file__).resolve().parents[3] / "shared" / "traces")
     return dirs
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.knowledge_base import Keys
+from shared.io.knowledge_base import Keys
 
 LOG_KEPT = 10_000  # newest changes kept in the log: one run's worth, bounded
 RECOVERED_SHARE = 0.9  # processed / received for the throughput to count as recovered

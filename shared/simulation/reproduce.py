@@ -18,12 +18,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from shared import traces
-from shared.engine import LIVE_ENGINE, EngineModel, Limits
+from shared.model import traces
+from shared.model.topology import Operator, Topology, linear
 from shared.policies import make_policy
-from shared.run_metrics import RunMetrics
-from shared.simulator import simulate
-from shared.topology import Operator, Topology, linear
+from shared.simulation.engine import LIVE_ENGINE, EngineModel, Limits
+from shared.simulation.run_metrics import RunMetrics
+from shared.simulation.simulator import simulate
 
 TD_S = 30.0
 LIMITS = Limits(t_out_s=30.0, q_size=100_000)

@@ -22,17 +22,17 @@ from typing import Protocol
 
 import numpy as np
 
-from shared import pa_sps_model as model
-from shared import sim_shedding
-from shared.engine import EngineModel, Handover, Limits
-from shared.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
-from shared.interval_stats import IntervalStats, OperatorStats
-from shared.plan import make_plan
+from shared.control.plan import make_plan
+from shared.control.stabilise import Stabilisation, Stabiliser, backlogs
+from shared.model import pa_sps_model as model
+from shared.model.interval_stats import IntervalStats, OperatorStats
+from shared.model.topology import SOURCE, Operator, Topology
 from shared.policies.base import Policy
-from shared.run_metrics import RunMetrics, summarise
-from shared.sim_series import IntervalTally, Series
-from shared.stabilise import Stabilisation, Stabiliser, backlogs
-from shared.topology import SOURCE, Operator, Topology
+from shared.simulation import sim_shedding
+from shared.simulation.engine import EngineModel, Handover, Limits
+from shared.simulation.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
+from shared.simulation.run_metrics import RunMetrics, summarise
+from shared.simulation.sim_series import IntervalTally, Series
 
 MODES = ("fluid", "event")
 
@@ -202,7 +202,7 @@ def simulate(
     ``latency_goal_s`` raises their needs as the plan service does. ``mode`` is
     ``fluid`` (cohorts, fast) or ``event`` (every event, per-replica queues; ``seed``
     draws its arrival times, routing and execution times). ``shedder`` (``goal`` or
-    ``full``, with a latency goal) sheds at ingress (``shared.sim_shedding``)."""
+    ``full``, with a latency goal) sheds at ingress (``shared.simulation.sim_shedding``)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: choose from {MODES}")
     if shedder is not None and latency_goal_s is None:
@@ -225,7 +225,7 @@ def simulate(
         dataplane = FluidDataplane(topo, engine, limits)
     else:
         # Imported here: the event data plane builds on this module's engine model.
-        from shared.event_dataplane import EventDataplane
+        from shared.simulation.event_dataplane import EventDataplane
 
         dataplane = EventDataplane(topo, engine, limits, seed)
     s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))

@@ -1,0 +1,1 @@
+"""Control: predictors and their selection, planning, stabilisation, Stela, grouping, decisions."""

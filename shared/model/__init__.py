@@ -1,0 +1,1 @@
+"""The model: topologies, per-interval statistics, the PA-SPS equations, execution times, traces."""
