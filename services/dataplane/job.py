@@ -14,8 +14,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
-from services.dataplane.observe import DataplaneCollector, health, serve
+from services.dataplane.observe import DataplaneCollector, health
 from services.dataplane.options import CostMode, SourceOptions
+from services.ops_server import serve
 from shared.io.kafka_admin import ensure_topics
 from shared.io.knowledge_base import Keys
 from shared.logs import configure_logging
@@ -273,7 +274,7 @@ def serve_observability(
     registry = CollectorRegistry()
     registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
     port = settings.web_port or free_port()
-    serve(settings.web_host, port, registry, lambda: health(r, queries))
+    serve("dataplane", settings.web_host, port, registry, lambda: health(r, queries))
 
 
 def run(settings: DataplaneSettings) -> None:

@@ -9,14 +9,10 @@ both at scrape time, so a scrape always shows the current state and nothing is k
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -127,31 +123,3 @@ def health(r: Any, queries: Callable[[], list[Any]]) -> tuple[bool, dict[str, An
         "redis": redis_ok,
         "queries": running,
     }
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # scrapes are not news
-        pass
-
-
-def serve(
-    host: str, port: int, registry: CollectorRegistry, check: Callable[[], Any]
-) -> WSGIServer:
-    """``/health`` (200 or 503 with a JSON body) and Prometheus's own WSGI app for the
-    rest: prometheus_client serves HTTP itself, only the health route is ours."""
-    metrics_app = make_wsgi_app(registry)
-
-    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") == "/health":
-            ok, body = check()
-            start_response(
-                "200 OK" if ok else "503 Service Unavailable",
-                [("Content-Type", "application/json")],
-            )
-            return [json.dumps(body).encode()]
-        return metrics_app(environ, start_response)
-
-    server = make_server(host, port, app, handler_class=_QuietHandler)
-    threading.Thread(target=server.serve_forever, name="dataplane-web", daemon=True).start()
-    log.info("metrics and health on http://%s:%d", host, server.server_port)
-    return server

@@ -113,7 +113,7 @@ def exported_metric_names() -> set[str]:
     from services.analyze.__main__ import build as analyze
     from services.dataplane.observe import DataplaneCollector
     from services.execute.__main__ import build as execute
-    from services.ingress.__main__ import IngressMetrics
+    from services.ingress.loop import IngressMetrics
     from services.monitor.__main__ import build as monitor
     from services.plan.__main__ import build as plan
     from shared import settings

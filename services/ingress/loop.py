@@ -1,0 +1,268 @@
+"""The ingress's loop: read the input topic, count arrivals per interval, gate each event
+through LAS (``services.ingress.core``), route the admitted ones to the entry operators'
+replicas, publish the per-interval counts. A plain confluent-kafka loop rather than a
+faust agent: the gate decides thousands of events per call, and faust's per-event async
+path tops out far below the 20,000 events/s this service must sustain.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+
+from services.ingress.arrivals import ArrivalCounts, arrival_s
+from services.ingress.core import Gate, events_of
+from shared.contracts.action import DeadLetter
+from shared.contracts.metrics import OperatorCounters
+from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
+from shared.io.connections import kafka_config
+from shared.io.id_ledger import IdBatch
+from shared.io.knowledge_base import Keys
+from shared.io.redis_client import redis_client
+from shared.io.rescale_timeline import CountWatch, active_count
+from shared.io.tracked_producer import TrackedProducer, read_backlog
+from shared.pipeline.costs import service_topology
+from shared.settings import IngressSettings
+
+log = logging.getLogger("sps.ingress")
+
+
+class IngressMetrics:
+    """The ingress's Prometheus figures on an injected registry, and the running totals
+    the /health page and the run's Redis hash show."""
+
+    NAMES = ("received", "admitted", "shed", "dead_lettered", "unkeyed")
+
+    def __init__(self, registry: Any) -> None:
+        from prometheus_client import Counter, Gauge
+
+        self.counters = {
+            n: Counter(f"sps_ingress_{n}", f"events {n}", registry=registry) for n in self.NAMES
+        }
+        self.counts = dict.fromkeys(self.NAMES, 0)
+        self.las = {
+            "floor": Gauge(
+                "sps_ingress_las_floor_seconds", "learned batch wait", registry=registry
+            ),
+            "multiplier": Gauge(
+                "sps_ingress_las_cost_multiplier", "learned ŵ scale", registry=registry
+            ),
+            "wait": Gauge("sps_ingress_las_estimated_wait_seconds", "q̂ now", registry=registry),
+            "infeasible": Gauge(
+                "sps_ingress_las_tau_infeasible", "1: τ below the engine's floor", registry=registry
+            ),
+        }
+
+    def add(self, name: str, n: int) -> None:
+        self.counters[name].inc(n)
+        self.counts[name] += n
+
+
+class Ingress:
+    """One poll of the loop is: consume → decide (LAS gate) → produce to the entry
+    operators → flush → commit the input offsets (only after everything is delivered) →
+    count. λ_G is counted by each record's arrival time (``arrivals.py``)."""
+
+    def __init__(self, settings: IngressSettings, registry: Any) -> None:
+        self.s = settings
+        self.topo = service_topology(settings)
+        self.keys = Keys(settings.key_prefix)
+        self.r = redis_client(settings.redis_url)
+        # One goal: SPS_LATENCY_GOAL_MS is LAS's τ unless SPS_TAU_MS says otherwise, and
+        # with a goal LAS sheds only while the plan is short (scaling before shedding).
+        goal = settings.latency_goal_ms
+        self.gate = Gate(
+            self.topo,
+            self.r,
+            self.keys,
+            settings.tau_ms if settings.tau_ms is not None else goal,
+            settings.las_horizon_s,
+            scale_first=goal is not None,
+            goal_s=goal / 1000.0 if goal is not None else None,
+            td=settings.td,
+            batch_s=settings.task_window_s,
+        )
+        self.metrics = IngressMetrics(registry)
+        self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)
+        self.arrivals_lock = threading.Lock()
+        self.entries = list(self.topo.successors["source"])
+        self.routers: dict[str, LoadAwareRouter] = {}
+        self.out = TrackedProducer(settings.kafka_bootstrap_servers, self.r, self.keys)
+        self.side = Producer(kafka_config(settings.kafka_bootstrap_servers, **{"linger.ms": 5}))
+        self.consumer = Consumer(
+            kafka_config(
+                settings.kafka_bootstrap_servers,
+                **{
+                    "group.id": "sps-ingress",
+                    # static membership (KIP-345): an ingress restarted on the same host
+                    # takes its partitions back at once; as a new member it waited for the
+                    # dead one's session to time out (SPS_KAFKA_SESSION_TIMEOUT_S) while
+                    # its input piled up (bench_faults: kill -9 of the ingress)
+                    "group.instance.id": f"sps-ingress-{socket.gethostname()}",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest",
+                    "session.timeout.ms": int(settings.kafka_session_timeout_s * 1000),
+                },
+            )
+        )
+        # the topology's source: the user's topics and record format, or sps.ingress
+        self.source = self.topo.source
+        if not self.source.key and settings.key_field and self.source.format == "json":
+            self.source = replace(self.source, key=settings.key_field)
+        self.input_topics = list(self.source.topics) or [settings.topics.ingress]
+        self.consumer.subscribe(self.input_topics)
+        self._last_refresh = self._last_check = 0.0
+        self.counts_seen = CountWatch(self.r, self.keys)
+        self._warned_infeasible = False
+
+    def refresh_routers(self) -> None:
+        """An entry operator's count is read every ``ROUTING_REFRESH_S``, as the
+        dataplane's routers do: a new count takes effect here (its standby slots serve
+        the new partitions). The backlogs are re-read every 0.5 s or on a change."""
+        now = time.monotonic()
+        if now - self._last_check < ROUTING_REFRESH_S:
+            return
+        self._last_check = now
+        stale = now - self._last_refresh >= 0.5
+        if stale:
+            self._last_refresh = now
+        for e in self.entries:
+            op = self.topo[e.dst]
+            n = active_count(self.r.get(self.keys.active(e.dst)), op.min_replicas, op.max_replicas)
+            changed = self.counts_seen.see(e.dst, n)
+            if not (changed or stale or e.dst not in self.routers):
+                continue
+            et = self.topo[e.dst].et_s
+            backlog = read_backlog(self.r, self.keys, e.dst, n)
+            self.routers[e.dst] = LoadAwareRouter(
+                et, self.s.td, backlog_utilisation(backlog, et, self.s.td)
+            )
+
+    def publish_intervals(self, now: float) -> None:
+        with self.arrivals_lock:
+            due = self.arrivals.due(now)
+        for k, counts in due:
+            rec = OperatorCounters(
+                interval=k,
+                operator="source",
+                processed=counts.get("received", 0),
+                shed=counts.get("shed", 0),
+                unkeyed=counts.get("unkeyed", 0),
+            )
+            self.side.produce(self.s.topics.metrics, rec.model_dump_json().encode())
+            log.info("interval %d published %.3f s after its end", k, now - (k + 1) * self.s.td)
+            self.log_las(k, counts, now)
+        self.side.poll(0)
+
+    def log_las(self, k: int, counts: dict[str, int], now: float) -> None:
+        if self.gate.las is None:
+            return
+        las = self.gate.las_state(now)
+        if las["infeasible"] and not self._warned_infeasible:
+            log.warning(
+                "SPS_TAU_MS=%g is below what this engine allows (every event waits ~%.0f ms "
+                "for its micro-batch): shedding only the backlog beyond that wait",
+                self.s.tau_ms,
+                1000 * las["floor"],
+            )
+        self._warned_infeasible = bool(las["infeasible"])
+        for name, g in self.metrics.las.items():
+            g.set(las[name])
+        log.info(
+            "interval %d received %d shed %d LAS %s",
+            k,
+            counts.get("received", 0),
+            counts.get("shed", 0),
+            " ".join(f"{n}={v:.3f}" for n, v in las.items()),
+        )
+
+    def poll(self) -> None:
+        began = time.time()
+        msgs = self.consumer.consume(num_messages=self.s.batch, timeout=self.s.poll_timeout_s)
+        now = time.time()
+        if len(msgs) < self.s.batch:  # nothing left waiting: all sent before ``began`` read
+            with self.arrivals_lock:
+                self.arrivals.caught_up(began)
+        self.refresh_routers()
+        self.gate.refresh()
+        for m in msgs:
+            if m.error() is not None:  # never dropped unlogged
+                log.warning("consumer error: %s", m.error())
+        msgs = [m for m in msgs if m.error() is None]
+        if not msgs:
+            return
+        with self.arrivals_lock:  # counted on arrival: the publisher thread may close t
+            for m in msgs:
+                self.arrivals.add(arrival_s(m, now), "received")
+        events, dead = events_of(self.source, msgs, now)
+        d = self.gate.decide(events, now)
+        self.produce(d, now)
+        self.dead_letter(dead, now)
+        self.out.flush()
+        if self.s.track_ids:  # delivered: each admitted id is now sent to its entry operators
+            self.record_sent(d)
+        self.side.flush(10)
+        self.consumer.commit(asynchronous=False)  # only after everything is delivered
+        with self.arrivals_lock:
+            self.arrivals.add(now, "shed", len(d.shed))
+            self.arrivals.add(now, "unkeyed", d.unkeyed)
+        for name, v in (
+            ("received", len(msgs)),
+            ("admitted", len(d.admitted)),
+            ("shed", len(d.shed)),
+            ("dead_lettered", len(dead)),
+            ("unkeyed", d.unkeyed),
+        ):
+            self.metrics.add(name, v)
+        self.r.hset(f"{self.keys.prefix}:ingress:counts", mapping=dict(self.metrics.counts))
+
+    def record_sent(self, d: Any) -> None:
+        batch = IdBatch(self.keys.prefix)
+        for ev, _ in d.admitted:
+            for e in self.entries:
+                batch.add(e.dst, "sent", ev.id)
+        pipe = self.r.pipeline(transaction=False)
+        batch.write(pipe)
+        pipe.execute()
+
+    def produce(self, d: Any, now: float) -> None:
+        for ev, key in d.admitted:
+            for e in self.entries:
+                self.out.produce(
+                    self.keys.topic(e.dst),
+                    ev.encode(),
+                    partition=self.routers[e.dst].choose(),
+                    key=key,
+                )
+        if self.s.write_shed:
+            for raw in d.shed:
+                self.side.produce(self.s.topics.shed, raw)
+
+    def dead_letter(self, dead: list[tuple[bytes, str]], now: float) -> None:
+        for raw, reason in dead:
+            rec = DeadLetter(
+                service="ingress",
+                topic=",".join(self.input_topics),
+                reason=reason,
+                payload=raw[:2000].decode("utf-8", "replace"),
+                at=now,
+            )
+            self.side.produce(self.s.topics.deadletter, rec.model_dump_json().encode())
+
+    def publish_on_time(self, stop: threading.Event) -> None:
+        """λ_G(t) leaves as soon as t is over (plus grace), whatever the poll loop is
+        waiting on (a flush, a commit): the monitor closes t one grace period later."""
+        while not stop.wait(0.05):
+            self.publish_intervals(time.time())
+
+    def close(self) -> None:
+        # everything still open, the current interval included
+        self.publish_intervals(time.time() + self.s.td + self.arrivals.max_wait_s + 1)
+        self.side.flush(10)
+        self.consumer.close()
