@@ -55,7 +55,10 @@ def run_env(bootstrap: str, redis_url: str, **extra: str) -> tuple[str, Topics, 
 
 @pytest.fixture
 def ensemble(kafka_bootstrap, redis_url, redis_client):
-    tag, topics, env = run_env(kafka_bootstrap, redis_url, SPS_PREDICTOR="basic")
+    # the paper's PA-SPS as written (no stabiliser): the counts below are Eq. 2's
+    tag, topics, env = run_env(
+        kafka_bootstrap, redis_url, SPS_PREDICTOR="basic", SPS_STABILISER="none"
+    )
     procs = {n: ServiceProcess(n, env).start() for n in ("monitor", "analyze", "plan", "execute")}
     try:
         for p in procs.values():
