@@ -1,0 +1,134 @@
+"""Where the dataplane's time goes at saturation, sampled (py-spy), not guessed.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_dataplane.py [--events 40000]
+     [--ids] [--json]      (needs py-spy: .venv/bin/pip install py-spy; as root)
+
+The elastic-sps peer of ``bench_peers.py`` (the Twitter application, ingress and PySpark
+dataplane, 2 replicas per operator, the id ledger off unless ``--ids``) is fed
+``--events`` at once; meanwhile py-spy samples every Python process under the dataplane
+(the driver, the stream readers and Spark's Python workers: ``--subprocesses``) at
+100 Hz, running threads only. Each sample's stack is put in the first category, innermost
+frame first, whose pattern a frame's file or function matches. Printed: each category's
+share of the samples; ``--top CATEGORY`` lists that category's busiest frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from benchmarks.bench_peers import Collector, elastic_sps, feed, tweets
+from shared.io import embedded
+
+ROOT = Path(__file__).resolve().parents[1]
+PY_SPY = ROOT / ".venv" / "bin" / "py-spy"
+# (category, substrings of a frame "function (file:line)"), tried innermost frame first
+CATEGORIES = (
+    ("operator (user code)", ("sps_twitter/",)),
+    ("envelope encode/decode", ("io/envelope.py", "json/")),
+    ("id ledger", ("io/id_ledger.py",)),
+    ("Redis", ("redis/",)),
+    ("Kafka produce/consume", ("confluent_kafka", "io/tracked_producer.py", "io/kafka_io.py")),
+    ("routing", ("control/grouping.py",)),
+    ("replica loop (dataplane)", ("services/dataplane/",)),
+    ("Spark / PySpark", ("pyspark/", "py4j/")),
+)
+
+
+def _frames(stack: str) -> list[str]:
+    """Innermost first (py-spy's raw format lists the outermost first), without the
+    ``process N:"command line"`` root that ``--subprocesses`` adds."""
+    return [f for f in stack.split(";")[::-1] if not f.startswith("process ")]
+
+
+def categorise(stack: str) -> str:
+    """py-spy samples only threads that are running (no ``--idle``)."""
+    frames = _frames(stack)
+    for frame in frames:
+        for name, patterns in CATEGORIES:
+            if any(p in frame for p in patterns):
+                return name
+    return "other"
+
+
+def shares(raw: Path) -> dict[str, float]:
+    counts: collections.Counter[str] = collections.Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if stack and n.isdigit():
+            counts[categorise(stack)] += int(n)
+    busy = sum(counts.values()) or 1
+    out = {k: round(v / busy, 3) for k, v in counts.most_common()}
+    return out
+
+
+def top_frames(raw: Path, category: str, k: int = 12) -> list[tuple[str, float]]:
+    """The innermost frames of ``category``'s samples that hold the most samples: where in
+    that category the time goes."""
+    counts: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not (stack and n.isdigit()) or categorise(stack) != category:
+            continue
+        total += int(n)
+        frames = _frames(stack)
+        patterns = dict(CATEGORIES).get(category, ("",))  # "other": the innermost frame
+        hit = next((f for f in frames if any(p in f for p in patterns)), "(no Python frame)")
+        counts[hit] += int(n)
+    return [(f, round(v / max(1, total), 3)) for f, v in counts.most_common(k)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=40_000)
+    ap.add_argument("--ids", action="store_true", help="with the id ledger on")
+    ap.add_argument("--top", help="a category whose busiest frames to list too")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    raw = Path(tempfile.mkdtemp(prefix="sps-profile-")) / "dataplane.txt"
+    env = {"SPS_TRACK_IDS": "true" if args.ids else "false"}
+    with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
+        pipe = elastic_sps(bootstrap, redis_url, f"prof{uuid.uuid4().hex[:6]}", env)
+        collector = Collector(bootstrap, pipe.dst)
+        collector.start()
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        try:
+            warm = list(tweets(0, 500))
+            feed(producer, pipe.src, warm, None)
+            collector.wait_for([str(e["id"]) for e in warm], pipe, 300)
+            dataplane = pipe.procs[0]
+            pid = dataplane.proc.pid  # type: ignore[union-attr]
+            sampling = ["--subprocesses", "--rate", "100", "--nonblocking", "--format", "raw"]
+            spy = subprocess.Popen(
+                [str(PY_SPY), "record", "--pid", str(pid), *sampling, "--output", str(raw)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(2)
+            batch = list(tweets(10_000_000, args.events))
+            t0 = time.time()
+            feed(producer, pipe.src, batch, None)
+            last = collector.wait_for([str(e["id"]) for e in batch], pipe, 600)
+            spy.send_signal(2)  # SIGINT: py-spy writes what it sampled
+            spy.wait(60)
+        finally:
+            collector.halt.set()
+            pipe.stop()
+    out: dict = {"events_per_s": round(args.events / (last - t0)), "ids": args.ids}
+    out |= shares(raw)
+    if args.top:
+        out["top"] = top_frames(raw, args.top)
+    print(json.dumps(out) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
+
+
+if __name__ == "__main__":
+    main()
