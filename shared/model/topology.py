@@ -365,7 +365,10 @@ def builtin_names() -> list[str]:
 def load(name_or_path: str | Path) -> Topology:
     """Load a built-in topology by name, or a YAML file by path."""
     path = Path(name_or_path)
-    if path.suffix in {".yaml", ".yml", ".json"} or path.exists():
+    # a built-in name wins over a file of that name without a YAML suffix (a stray
+    # `log` file in the working directory must not shadow the `log` topology)
+    builtin = str(name_or_path) in builtin_names()
+    if path.suffix in {".yaml", ".yml", ".json"} or (path.exists() and not builtin):
         if not path.exists():
             raise TopologyError(f"topology file {path} does not exist")
         text = path.read_text()

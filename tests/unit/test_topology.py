@@ -154,3 +154,11 @@ def test_cores_are_split_among_cpu_bound_operators_by_their_cpu_work():
         }
     )
     assert t.core_replicas(2) == {"a": 0.5, "b": 1.5}
+
+
+def test_a_file_named_like_a_builtin_does_not_shadow_it(tmp_path, monkeypatch):
+    from shared.model import topology as topology_mod
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "log").write_text("not yaml: [")
+    assert topology_mod.load("log").operators  # the built-in, not the stray file
