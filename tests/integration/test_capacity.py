@@ -12,11 +12,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.support.capacity import CPU_CODE, capacity_rig
+from tests.support.capacity import CPU_CODE, OPERATOR, capacity_rig
 
 pytestmark = pytest.mark.integration
 
@@ -28,10 +26,26 @@ def test_four_replicas_process_at_least_three_times_one(kafka_bootstrap, redis_u
     assert four >= 3 * one, f"1 replica {one:.0f} events/s, 4 replicas {four:.0f} events/s"
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="parallel CPU work needs two cores")
-def test_two_cpu_bound_replicas_run_in_parallel(kafka_bootstrap, redis_url, tmp_path):
-    with capacity_rig(kafka_bootstrap, redis_url, tmp_path, 2.0, pool=4, code=CPU_CODE) as rig:
-        rig.measure(2, seconds=2)  # both replicas' workers started and warm
-        one = rig.measure(1, seconds=4)
-        two = rig.measure(2, seconds=4)
-    assert two >= 1.3 * one, f"1 replica {one:.0f} events/s, 2 replicas {two:.0f} events/s"
+def test_a_cpu_bound_operator_gets_no_more_replicas_than_the_cores(
+    kafka_bootstrap, redis_url, tmp_path
+):
+    import redis
+
+    from shared.control.plan import make_plan
+    from shared.model import topology
+    from shared.pipeline.costs import resolved
+    from shared.policies.base import Analysis, OperatorDecision
+
+    with capacity_rig(kafka_bootstrap, redis_url, tmp_path, 2.0, pool=8, code=CPU_CODE) as rig:
+        assert rig.measure(2, seconds=1) > 0  # two replicas serve it
+        measured = resolved(
+            topology.load(tmp_path / "capacity.yaml"),
+            redis.Redis.from_url(redis_url),
+            rig.keys.prefix,
+            10,
+        )
+    assert measured[OPERATOR].cpu_share >= 0.5, measured[OPERATOR]
+    need = {OPERATOR: OperatorDecision(8, 8000.0, 8.0)}
+    plan = make_plan(measured, Analysis(0, 8000.0, need), {OPERATOR: 1}, 1.0, cores=2)
+    assert plan.targets[OPERATOR] == 2
+    assert plan.limited.get(OPERATOR) == "cores"
