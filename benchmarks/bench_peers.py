@@ -233,6 +233,16 @@ def feed(
     return sent
 
 
+def send_all(
+    producer: Producer, pipe: Pipeline, collector: Collector, first: int, n: int
+) -> tuple[float, float]:
+    """Produce ``n`` tweets at once and wait for all their outputs: (start, last output)."""
+    events = list(tweets(first, n))
+    t0 = time.time()
+    feed(producer, pipe.src, events, None)
+    return t0, collector.wait_for([str(e["id"]) for e in events], pipe, 600)
+
+
 def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
     start, env = PEERS[peer]
     tag = f"peers{uuid.uuid4().hex[:6]}"
@@ -241,13 +251,8 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
     collector.start()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     try:
-        warm = list(tweets(0, 500))
-        feed(producer, pipe.src, warm, None)
-        collector.wait_for([str(e["id"]) for e in warm], pipe, 300)
-        batch = list(tweets(10_000_000, args.events))
-        t0 = time.time()
-        feed(producer, pipe.src, batch, None)
-        last = collector.wait_for([str(e["id"]) for e in batch], pipe, 600)
+        send_all(producer, pipe, collector, 0, 500)  # warm: workers up, groups joined
+        t0, last = send_all(producer, pipe, collector, 10_000_000, args.events)
         eps = args.events / (last - t0)
         paced = list(tweets(20_000_000, int(eps / 2 * args.seconds)))
         sent = feed(producer, pipe.src, paced, eps / 2)

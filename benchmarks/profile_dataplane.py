@@ -25,7 +25,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from benchmarks.bench_peers import Collector, elastic_sps, feed, tweets
+from benchmarks.bench_peers import Collector, elastic_sps, send_all
 from shared.io import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,9 +102,7 @@ def main() -> None:
         collector.start()
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         try:
-            warm = list(tweets(0, 500))
-            feed(producer, pipe.src, warm, None)
-            collector.wait_for([str(e["id"]) for e in warm], pipe, 300)
+            send_all(producer, pipe, collector, 0, 500)  # warm
             dataplane = pipe.procs[0]
             pid = dataplane.proc.pid  # type: ignore[union-attr]
             sampling = ["--subprocesses", "--rate", "100", "--nonblocking", "--format", "raw"]
@@ -114,10 +112,7 @@ def main() -> None:
                 stderr=subprocess.DEVNULL,
             )
             time.sleep(2)
-            batch = list(tweets(10_000_000, args.events))
-            t0 = time.time()
-            feed(producer, pipe.src, batch, None)
-            last = collector.wait_for([str(e["id"]) for e in batch], pipe, 600)
+            t0, last = send_all(producer, pipe, collector, 10_000_000, args.events)
             spy.send_signal(2)  # SIGINT: py-spy writes what it sampled
             spy.wait(60)
         finally:
