@@ -67,8 +67,18 @@ class WorkerState:
         """pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; a
         full collection over this project's modules cost ~60 ms per task, 84 % of the
         worker's CPU (measured with py-spy). Moving what is loaded now into the permanent
-        generation makes those collections ~free."""
+        generation makes those collections ~free.
+
+        pandas first: pyarrow imports it lazily at the first batch that returns rows
+        (``RecordBatch.from_arrays`` in pyspark's ``plan_data_source_read``), so each
+        worker imported it during its first real batch, and its modules, loaded after the
+        freeze, made every later collection walk them again: at saturation the two were
+        ~0.45 and ~0.2 of the workers' samples (py-spy, ``profile_dataplane.py``)."""
         if not self._frozen:
+            try:
+                import pandas  # noqa: F401
+            except ImportError:  # pyspark's Arrow path without pandas: nothing to preload
+                pass
             gc.collect()
             gc.freeze()
             self._frozen = True
