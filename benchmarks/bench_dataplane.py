@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import threading
 import time
 import uuid
+from typing import Any
 
 import redis
 from sps_twitter import operators as twitter
@@ -78,34 +81,77 @@ def run_once(
         while r.scard(id_ledger.key(tag, "store", "processed")) < n + 500:
             time.sleep(0.05)
         elapsed = time.time() - t0
-        out = {"events_per_s": round(n / elapsed)}
+        out: dict[str, float] = {"events_per_s": round(n / elapsed)}
         if not fixed:
-            delays = []
-            for target in (1, 2, 1, 2, 1):
-                before = r.llen(f"{tag}:dp:classify_content:batches")
-                t_set = time.time()
-                r.set(keys.active("classify_content"), target)
-                p.produce(
-                    keys.topic("parse"),
-                    Envelope(f"x{t_set}", time.time(), "source", tweets[0]).encode(),
-                    partition=0,
-                )
-                p.flush()
-                while True:
-                    new = [
-                        json.loads(b)
-                        for b in r.lrange(f"{tag}:dp:classify_content:batches", before, -1)
-                    ]
-                    hit = next((b for b in new if b["active"] == target and b["at"] >= t_set), None)
-                    if hit:
-                        delays.append(hit["at"] - t_set)
-                        break
-                    time.sleep(0.01)
-            out["resize_delay_ms_median"] = round(1000 * sorted(delays)[len(delays) // 2], 1)
-            out["resize_delay_ms_max"] = round(1000 * max(delays), 1)
+            out |= resize_delays(r, keys, p, tweets[0])
         return out
     finally:
         proc.stop(timeout=60)
+
+
+def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[str, float]:
+    """classify_content 2 → 1 → 2 → 1 → 2 → 1 while parse receives 200 events/s: each
+    change written as the execute service writes it (the count and its rescale marker),
+    then timed to its effect as the rescale timeline records it (the first router or
+    batch that uses the new count, ``shared.io.rescale_timeline``), and to the first
+    micro-batch planned with it."""
+    stop = threading.Event()
+
+    def trickle() -> None:
+        k = 0
+        while not stop.wait(0.005):
+            ev = Envelope(f"t{k}", time.time(), "source", tweet)
+            p.produce(keys.topic("parse"), ev.encode(), partition=k % 2)
+            p.p.poll(0)
+            k += 1
+
+    feeder = threading.Thread(target=trickle, daemon=True)
+    feeder.start()
+    time.sleep(3)  # the trickle flows through every operator before the first change
+    effect, batch = [], []
+    try:
+        for k, target in enumerate((1, 2, 1, 2, 1)):
+            before = r.llen(f"{keys.prefix}:dp:classify_content:batches")
+            t_set = time.time()
+            pipe = r.pipeline()  # what services.execute.core's script writes, in one step
+            pipe.set(keys.active("classify_content"), target)
+            pipe.delete(keys.rescale("classify_content"))
+            pipe.hset(
+                keys.rescale("classify_content"),
+                mapping={"plan_id": f"bench{k}", "from": 3 - target, "to": target,
+                         "decided_at": repr(t_set), "applied_at": repr(t_set)},
+            )  # fmt: skip
+            pipe.execute()
+            effect.append(_wait_effect(r, keys) - t_set)
+            batch.append(_wait_batch(r, keys, before, target, t_set) - t_set)
+            time.sleep(1.5)
+    finally:
+        stop.set()
+        feeder.join(5)
+    return {
+        "resize_effect_ms_median": round(1000 * statistics.median(effect), 1),
+        "resize_effect_ms_max": round(1000 * max(effect), 1),
+        "resize_batch_ms_median": round(1000 * statistics.median(batch), 1),
+        "resize_batch_ms_max": round(1000 * max(batch), 1),
+    }
+
+
+def _wait_effect(r: Any, keys: Keys) -> float:
+    while (at := r.hget(keys.rescale("classify_content"), "effect_at")) is None:
+        time.sleep(0.005)
+    return float(at)
+
+
+def _wait_batch(r: Any, keys: Keys, before: int, target: int, t_set: float) -> float:
+    while True:
+        new = [
+            json.loads(b)
+            for b in r.lrange(f"{keys.prefix}:dp:classify_content:batches", before, -1)
+        ]
+        hit = next((b for b in new if b["active"] == target and b["at"] >= t_set), None)
+        if hit:
+            return float(hit["at"])
+        time.sleep(0.01)
 
 
 def main() -> None:

@@ -234,7 +234,7 @@ class IngressSettings(ServiceSettings):
     batch: int = _f(5000, "Most records one ingress read takes.", ge=1)
     # interval t's count leaves only after a read begun past t's end came back
     poll_timeout_s: float = _f(
-        0.05, "How long one read waits when fewer than `batch` records are there.", gt=0
+        0.05, "How long one read waits for a record when none is waiting.", gt=0
     )
     arrival_grace_s: float = _f(
         0.15,

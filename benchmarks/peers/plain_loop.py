@@ -25,6 +25,18 @@ def resolve(code: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def take_ready(consumer: Consumer, n: int, wait_s: float) -> list[Any]:
+    """What the consumer holds (up to ``n``), else the first record within ``wait_s`` and
+    what came with it: ``consume(n, timeout)`` alone waits its whole timeout at a trickle.
+    The same as the dataplane's ``shared.io.kafka_io.take_ready`` (this script runs in
+    the peers' own venv, without the project)."""
+    msgs = consumer.consume(n, 0)
+    if msgs:
+        return msgs
+    first = consumer.poll(wait_s)
+    return [] if first is None else [first, *consumer.consume(n - 1, 0)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     for flag in ("--bootstrap", "--redis", "--code", "--src", "--dst", "--group", "--prefix"):
@@ -46,7 +58,7 @@ def main() -> None:
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     while not stop:
-        batch = consumer.consume(args.batch, 0.05)
+        batch = take_ready(consumer, args.batch, 0.05)
         if not batch:
             continue
         ctx = SimpleNamespace(writes=r.pipeline(transaction=False), prefix=args.prefix)

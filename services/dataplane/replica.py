@@ -43,6 +43,7 @@ from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_
 from shared.io.connections import kafka_config
 from shared.io.envelope import BadEvent, Envelope, decode
 from shared.io.id_ledger import IdBatch
+from shared.io.kafka_io import take_ready
 from shared.io.knowledge_base import Keys
 from shared.io.rescale_timeline import CountWatch, active_count
 from shared.io.tracked_producer import TrackedProducer, read_backlog
@@ -282,9 +283,8 @@ def read_slots(o: SourceOptions, topic: str, slots: tuple[Slot, ...]) -> dict[in
     while any(nxt[j] < s.end for j, s in todo.items()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{topic}: offsets up to {todo} not readable in 60 s ({nxt})")
-        # Ask for exactly what is left: consume() waits its whole timeout for more.
         left = sum(max(0, s.end - nxt[j]) for j, s in todo.items())
-        for msg in consumer.consume(num_messages=min(5000, left), timeout=0.5):
+        for msg in take_ready(consumer, min(5000, left), 0.5):
             err = msg.error()
             if err is not None:
                 if err.code() != KafkaError._PARTITION_EOF:
@@ -474,8 +474,7 @@ def feed_window(
         if feeds:
             consumer.assign([TopicPartition(topic, j, at) for j, at in starts.items()])
         while feeds and (left := deadline - time.monotonic()) > 0:
-            # A short timeout: consume() waits all of it when fewer records are there.
-            for msg in consumer.consume(num_messages=1000, timeout=min(0.02, left)):
+            for msg in take_ready(consumer, 1000, min(0.05, left)):
                 err = msg.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:

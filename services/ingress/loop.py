@@ -23,6 +23,7 @@ from shared.contracts.metrics import OperatorCounters
 from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
 from shared.io.connections import kafka_config
 from shared.io.id_ledger import IdBatch
+from shared.io.kafka_io import take_ready
 from shared.io.knowledge_base import Keys
 from shared.io.redis_client import redis_client
 from shared.io.rescale_timeline import CountWatch, active_count
@@ -184,7 +185,7 @@ class Ingress:
 
     def poll(self) -> None:
         began = time.time()
-        msgs = self.consumer.consume(num_messages=self.s.batch, timeout=self.s.poll_timeout_s)
+        msgs = take_ready(self.consumer, self.s.batch, self.s.poll_timeout_s)
         now = time.time()
         if len(msgs) < self.s.batch:  # nothing left waiting: all sent before ``began`` read
             with self.arrivals_lock:

@@ -78,3 +78,20 @@ def end_offsets(
     for tp, fut in admin.list_offsets(wanted, request_timeout=timeout).items():
         out[tp.topic][tp.partition] = int(fut.result().offset)
     return out
+
+
+def take_ready(consumer: Any, max_n: int, wait_s: float) -> list[Any]:
+    """Up to ``max_n`` records the consumer holds now; when it holds none, the first one
+    to arrive within ``wait_s`` and whatever came with it.
+
+    confluent-kafka's ``consume(n, timeout)`` returns early only once it has ``n``
+    records: at a trickle each read waited its whole timeout, and every operator hop
+    with it (the dataplane's feed read with 20 ms timeouts). ``poll`` returns the moment
+    one record is there."""
+    msgs: list[Any] = consumer.consume(num_messages=max_n, timeout=0)
+    if msgs or wait_s <= 0:
+        return msgs
+    first = consumer.poll(wait_s)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=max_n - 1, timeout=0)] if max_n > 1 else [first]
