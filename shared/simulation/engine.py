@@ -33,14 +33,15 @@ class EngineModel:
 
 # Calibrated on this machine kind from dedicated runs (docs/measurements.md, "The live
 # system beside its forecast"), which are therefore in sample for any comparison made on
-# them: the per-hop micro-batch time from static:8 on twitter_remote and short-spikes at
-# 50 % load ((0.527 s mean end to end, 1.0 s task window - 27.5 ms of et) / 4 hops); the
-# share of 1/et a replica delivers from bench_capacity.py (0.82-0.86 for r = 1-8); when a
-# live plan takes effect after the end of the interval it saw from the rescale timelines
-# (median 0.44-0.48 s). `compare --live` is judged on other topologies and traces (the
-# CPU-bound twitter topology, nyc_taxi). The forecast (services/ensemble/live_compare.py)
-# and the ingress's admission bound use it alike.
-LIVE_ENGINE = EngineModel(hop_s=0.125, efficiency=0.85, plan_delay=0.5)
+# them: the per-hop time from static:8 on twitter_remote at 50 % load on a flat trace
+# ((0.135 s mean end to end - 27.5 ms of et) / 4 hops = 0.027 s, two runs 2026-11-24,
+# after the dataplane's reads stopped waiting out their timeouts; 0.125 s before, from
+# 0.527 s); the share of 1/et a replica delivers from bench_capacity.py (0.82-0.86 for
+# r = 1-8); when a live plan takes effect after the end of the interval it saw from the
+# rescale timelines (median 0.44-0.48 s). `compare --live` is judged on other topologies
+# and traces (the CPU-bound twitter topology, nyc_taxi). The forecast
+# (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
+LIVE_ENGINE = EngineModel(hop_s=0.027, efficiency=0.85, plan_delay=0.5)
 
 
 @dataclass(frozen=True)
