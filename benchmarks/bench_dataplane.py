@@ -1,4 +1,4 @@
-"""Dataplane throughput, the cost of the elastic source, and the resize delay.
+"""Dataplane throughput, the cost of the elastic source, and how soon a resize takes effect.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_dataplane.py [--events 30000]
 Twitter application, synthetic cost off, embedded broker and redis-server, local[2].
@@ -91,10 +91,15 @@ def run_once(
 
 def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[str, float]:
     """classify_content 2 → 1 → 2 → 1 → 2 → 1 while parse receives 200 events/s: each
-    change written as the execute service writes it (the count and its rescale marker),
-    then timed to its effect as the rescale timeline records it (the first router or
-    batch that uses the new count, ``shared.io.rescale_timeline``), and to the first
-    micro-batch planned with it."""
+    change applied by the execute service's own ``Executor`` (the count and its rescale
+    marker), then timed to its effect as the rescale timeline records it (the first
+    router or batch that uses the new count, ``shared.io.rescale_timeline``), and to the
+    first micro-batch planned with it."""
+    from services.execute.core import Executor
+    from shared.contracts.plan import PlanRecord
+    from shared.model import topology
+
+    ex = Executor(r, topology.load("twitter"), keys)
     stop = threading.Event()
 
     def trickle() -> None:
@@ -113,15 +118,11 @@ def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[s
         for k, target in enumerate((1, 2, 1, 2, 1)):
             before = r.llen(f"{keys.prefix}:dp:classify_content:batches")
             t_set = time.time()
-            pipe = r.pipeline()  # what services.execute.core's script writes, in one step
-            pipe.set(keys.active("classify_content"), target)
-            pipe.delete(keys.rescale("classify_content"))
-            pipe.hset(
-                keys.rescale("classify_content"),
-                mapping={"plan_id": f"bench{k}", "from": 3 - target, "to": target,
-                         "decided_at": repr(t_set), "applied_at": repr(t_set)},
-            )  # fmt: skip
-            pipe.execute()
+            targets = dict.fromkeys(ex.topology.names, 2) | {"classify_content": target}
+            plan = PlanRecord(
+                plan_id=f"bench{k}", interval=0, targets=targets, closed_at=t_set, decided_at=t_set
+            )
+            assert ex.apply(plan).status == "applied"
             effect.append(_wait_effect(r, keys) - t_set)
             batch.append(_wait_batch(r, keys, before, target, t_set) - t_set)
             time.sleep(1.5)
@@ -136,14 +137,21 @@ def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[s
     }
 
 
+RESIZE_WAIT_S = 30.0  # a change not in effect by then is a failure, not a slow figure
+
+
 def _wait_effect(r: Any, keys: Keys) -> float:
+    deadline = time.monotonic() + RESIZE_WAIT_S
     while (at := r.hget(keys.rescale("classify_content"), "effect_at")) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no effect recorded within {RESIZE_WAIT_S} s")
         time.sleep(0.005)
     return float(at)
 
 
 def _wait_batch(r: Any, keys: Keys, before: int, target: int, t_set: float) -> float:
-    while True:
+    deadline = time.monotonic() + RESIZE_WAIT_S
+    while time.monotonic() < deadline:
         new = [
             json.loads(b)
             for b in r.lrange(f"{keys.prefix}:dp:classify_content:batches", before, -1)
@@ -152,6 +160,7 @@ def _wait_batch(r: Any, keys: Keys, before: int, target: int, t_set: float) -> f
         if hit:
             return float(hit["at"])
         time.sleep(0.01)
+    raise TimeoutError(f"no batch planned with {target} replicas within {RESIZE_WAIT_S} s")
 
 
 def main() -> None:

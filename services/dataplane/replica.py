@@ -259,15 +259,14 @@ def _consumer(o: SourceOptions, topic: str) -> Consumer:
     return consumer
 
 
-def warm_consumers(o: SourceOptions, topics: list[str]) -> None:
-    """Once per worker: a consumer for every operator topic, its metadata fetched, so a
-    worker's first batch on a topic does not wait for the connection (the warm-up batch
-    runs this before the dataplane reports itself healthy)."""
-    if WORKER.get("consumers_warm", lambda: [False])[0]:
-        return
-    for topic in topics:
-        _consumer(o, topic).list_topics(topic, timeout=10)
-    WORKER.get("consumers_warm", lambda: [False])[0] = True
+def warm_consumers(o: SourceOptions, topics: tuple[str, ...]) -> None:
+    """Once per worker and set of topics: a consumer for every operator topic, its
+    metadata fetched, so a worker's first batch on a topic does not wait for the
+    connection (the warm-up batch runs this before the dataplane reports itself healthy)."""
+    WORKER.get(
+        ("consumers_warm", o.bootstrap, topics),
+        lambda: [_consumer(o, t).list_topics(t, timeout=10) for t in topics],
+    )
 
 
 def read_slots(o: SourceOptions, topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
@@ -511,7 +510,7 @@ def run_group(
     WORKER.freeze_heap_once()
     began = time.monotonic()
     g = GroupRun(o, operator, active)
-    warm_consumers(o, [g.keys.topic(op.name) for op in g.topo.operators])
+    warm_consumers(o, tuple(g.keys.topic(name) for name in g.topo.names))
     records = read_slots(o, g.topic, slots)
     window = o.task_window_s
     if window > 0:

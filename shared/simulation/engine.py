@@ -32,8 +32,9 @@ class EngineModel:
 
 
 # Calibrated on this machine kind from dedicated runs (docs/measurements.md, "The live
-# system beside its forecast"), which are therefore in sample for any comparison made on
-# them: the per-hop time from static:8 on twitter_remote at 50 % load on a flat trace
+# system beside its forecast"; the hop: docs/2026-11-24-speed.md), which are therefore
+# in sample for any comparison made on them: the per-hop time from static:8 on
+# twitter_remote at 50 % load on a flat trace
 # ((0.135 s mean end to end - 27.5 ms of et) / 4 hops = 0.027 s, two runs 2026-11-24,
 # after the dataplane's reads stopped waiting out their timeouts; 0.125 s before, from
 # 0.527 s); the share of 1/et a replica delivers from bench_capacity.py (0.82-0.86 for
