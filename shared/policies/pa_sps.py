@@ -126,10 +126,13 @@ class LeaderPredictor(SelectedPredictor):
         arms: tuple[str, ...] = AUTO_ARMS,
         retrain_every: int | None = None,
         selector: ErrorLeader | None = None,
+        hold_small_falls: bool = True,
     ):
         super().__init__(arms, retrain_every)
         self.selector = selector or ErrorLeader(arms)
         self.pending: dict[str, float] = {}  # each member's forecast for the next interval
+        self.hold_small_falls = hold_small_falls
+        self.output: float | None = None  # the forecast last handed to the plan
 
     def observe(self, value: float) -> None:
         if self.pending:
@@ -139,7 +142,21 @@ class LeaderPredictor(SelectedPredictor):
         self.chosen = self.selector.choose()
 
     def predict(self) -> float:
-        return self.pending[self.chosen] if self.pending else super().predict()
+        """The chosen member's forecast; with ``hold_small_falls``, a forecast below the
+        last one handed out by less than the chosen member's recent mean absolute error
+        is not followed (the last one is handed out again). A fall within the forecast's
+        own typical error is no evidence of less load, and following it moves replicas
+        out and back in; a rise is always followed, so a spike is never met late."""
+        f = self.pending[self.chosen] if self.pending else super().predict()
+        held = self.output
+        if (
+            self.hold_small_falls
+            and held is not None
+            and held - self.selector.mean_error(self.chosen) <= f < held
+        ):
+            return held
+        self.output = f
+        return f
 
 
 @dataclass

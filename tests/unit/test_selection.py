@@ -53,3 +53,21 @@ def test_auto_follows_the_predictor_that_forecasts_a_ramp():
     assert predictor.chosen == "lr"
     assert predictor.selector.mean_error("basic") == pytest.approx(10.0)
     assert predictor.predict() == pytest.approx(100.0 + 10 * 30)
+
+
+def test_auto_holds_a_fall_within_the_forecasts_own_error_and_follows_every_rise():
+    auto = LeaderPredictor(arms=("basic",))  # Basic forecasts the last value
+    handed = []
+    for value in (100.0, 100.0, 120.0, 112.0, 105.0):
+        auto.observe(value)
+        handed.append(auto.predict())
+    # errors so far: 0, 20 (mean 10) -> the rise to 120 is followed; then 8 (mean 28/3 =
+    # 9.33): 112 is within 120 - 9.33 = 110.67 .. 120, so 120 is held; then 7 (mean
+    # 35/4 = 8.75): 105 is below 120 - 8.75 = 111.25, so it is followed
+    assert handed == [100.0, 100.0, 120.0, 120.0, 105.0]
+    assert auto.selector.mean_error("basic") == pytest.approx(8.75)
+
+    plain = LeaderPredictor(arms=("basic",), hold_small_falls=False)
+    for value in (100.0, 100.0, 120.0, 112.0):
+        plain.observe(value)
+    assert plain.predict() == 112.0
