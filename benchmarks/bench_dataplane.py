@@ -23,12 +23,16 @@ from typing import Any
 import redis
 from sps_twitter import operators as twitter
 
+from services.execute.core import Executor
+from shared.contracts.plan import PlanRecord
 from shared.io import embedded, id_ledger
 from shared.io.envelope import Envelope
 from shared.io.knowledge_base import Keys
 from shared.io.tracked_producer import TrackedProducer
+from shared.model import topology
 from tests.support.processes import ServiceProcess
 
+START_REPLICAS = 2  # every operator's count at the start, and the fixed variant's
 CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}
 
 
@@ -47,10 +51,10 @@ def run_once(
         **(extra_env or {}),
     }
     if fixed:
-        env["SPS_FIXED_REPLICAS"] = "2"
+        env["SPS_FIXED_REPLICAS"] = str(START_REPLICAS)
     r = redis.Redis.from_url(redis_url)
-    for op in ("parse", "classify_content", "classify_author", "store"):
-        r.set(keys.active(op), 2)
+    for op in topology.load("twitter").names:
+        r.set(keys.active(op), START_REPLICAS)
     # its own process group: stop() takes Spark's JVM and workers along
     proc = ServiceProcess("dataplane", env).start()
     try:
@@ -95,10 +99,6 @@ def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[s
     marker), then timed to its effect as the rescale timeline records it (the first
     router or batch that uses the new count, ``shared.io.rescale_timeline``), and to the
     first micro-batch planned with it."""
-    from services.execute.core import Executor
-    from shared.contracts.plan import PlanRecord
-    from shared.model import topology
-
     ex = Executor(r, topology.load("twitter"), keys)
     stop = threading.Event()
 
@@ -118,7 +118,8 @@ def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[s
         for k, target in enumerate((1, 2, 1, 2, 1)):
             before = r.llen(f"{keys.prefix}:dp:classify_content:batches")
             t_set = time.time()
-            targets = dict.fromkeys(ex.topology.names, 2) | {"classify_content": target}
+            targets = dict.fromkeys(ex.topology.names, START_REPLICAS)
+            targets["classify_content"] = target
             plan = PlanRecord(
                 plan_id=f"bench{k}", interval=0, targets=targets, closed_at=t_set, decided_at=t_set
             )

@@ -132,7 +132,7 @@ class LeaderPredictor(SelectedPredictor):
         self.selector = selector or ErrorLeader(arms)
         self.pending: dict[str, float] = {}  # each member's forecast for the next interval
         self.hold_small_falls = hold_small_falls
-        self.output: float | None = None  # the forecast last handed to the plan
+        self.handed: float | None = None  # the forecast for the next interval
 
     def observe(self, value: float) -> None:
         if self.pending:
@@ -140,23 +140,25 @@ class LeaderPredictor(SelectedPredictor):
         super().observe(value)
         self.pending = {a: p.predict() for a, p in self.members.items()}
         self.chosen = self.selector.choose()
+        self.handed = self._hand_out(self.pending[self.chosen])
 
-    def predict(self) -> float:
-        """The chosen member's forecast; with ``hold_small_falls``, a forecast below the
-        last one handed out by less than the chosen member's recent mean absolute error
-        is not followed (the last one is handed out again). A fall within the forecast's
-        own typical error is no evidence of less load, and following it moves replicas
-        out and back in; a rise is always followed, so a spike is never met late."""
-        f = self.pending[self.chosen] if self.pending else super().predict()
-        held = self.output
+    def _hand_out(self, f: float) -> float:
+        """The chosen member's forecast ``f``; with ``hold_small_falls``, a forecast below
+        the last one handed out by less than the chosen member's recent mean absolute
+        error is not followed (the last one is handed out again). A fall within the
+        forecast's own typical error is no evidence of less load, and following it moves
+        replicas out and back in; a rise is always followed, so a spike is never met late."""
+        held = self.handed
         if (
             self.hold_small_falls
             and held is not None
             and held - self.selector.mean_error(self.chosen) <= f < held
         ):
             return held
-        self.output = f
         return f
+
+    def predict(self) -> float:
+        return self.handed if self.handed is not None else super().predict()
 
 
 @dataclass
