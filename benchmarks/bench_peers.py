@@ -12,7 +12,9 @@ by run, each run on fresh topics:
 
 * ``elastic-sps``: the ingress and the PySpark dataplane, 2 replicas per operator
   (``SPS_FIXED_REPLICAS``), with the id ledger off (``elastic-sps``) and on
-  (``elastic-sps+ids``: 8 Redis set-adds per event on this chain, what `demo` runs with);
+  (``elastic-sps+ids``: 8 Redis set-adds per event on this chain, what `demo` runs with),
+  and with the four operators chained into one pool of 2 (``elastic-sps-chained``:
+  ``chain: true`` in the topology, one Kafka hop instead of four);
 * ``quix-streams``: one Application chaining the four functions (its natural form),
   one process per input partition (``benchmarks/peers/quix_app.py``);
 * ``plain-kafka``: one process per operator, consume up to 500, apply, produce, commit
@@ -117,8 +119,9 @@ def quix_streams(bootstrap: str, redis_url: str, tag: str, _: dict[str, str]) ->
     return pipe
 
 
-def topology_file(folder: Path, src: str, dst: str) -> Path:
-    """The example's topology on this run's topics, the tweet's id as the event id."""
+def topology_file(folder: Path, src: str, dst: str, chain: bool) -> Path:
+    """The example's topology on this run's topics, the tweet's id as the event id;
+    ``chain``: its four operators chained into one (``shared.model.topology.chained``)."""
     path = folder / "peers.yaml"
     ops = "\n".join(
         f"  - {{name: {op}, code: 'sps_twitter.operators:{op}', max_replicas: {REPLICAS}"
@@ -129,7 +132,8 @@ def topology_file(folder: Path, src: str, dst: str) -> Path:
         f"  - {{from: {a}, to: {b}}}" for a, b in zip(("source", *OPS), OPS, strict=False)
     )
     path.write_text(
-        f"name: peers\nsource: {{topics: [{src}], format: json, key: user.screen_name, "
+        f"name: peers\nchain: {str(chain).lower()}\n"
+        f"source: {{topics: [{src}], format: json, key: user.screen_name, "
         f"id: 'field:id', sample_events: {EXAMPLE / 'events.jsonl'}}}\n"
         f"operators:\n{ops}\nedges:\n{edges}\n"
     )
@@ -138,19 +142,20 @@ def topology_file(folder: Path, src: str, dst: str) -> Path:
 
 def elastic_sps(bootstrap: str, redis_url: str, tag: str, env: dict[str, str]) -> Pipeline:
     pipe = Pipeline(f"{tag}.in", f"{tag}.out")
+    chain = env.pop("chain", "") == "true"
     ensure_topics(bootstrap, [pipe.src, pipe.dst], PARTITIONS)
     folder = Path(tempfile.mkdtemp(prefix="sps-peers-"))
     common = {
         "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
-        "SPS_TOPOLOGY": str(topology_file(folder, pipe.src, pipe.dst)),
+        "SPS_TOPOLOGY": str(topology_file(folder, pipe.src, pipe.dst, chain)),
         "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)]),
         **env,
     }
     r = redis.Redis.from_url(redis_url)
-    for op in OPS:
+    for op in [f"{OPS[0]}..{OPS[-1]}"] if chain else OPS:
         r.set(Keys(tag).active(op), REPLICAS)
     dataplane = ServiceProcess("dataplane", {**common, "SPS_FIXED_REPLICAS": str(REPLICAS)})
     pipe.procs.append(dataplane.start())
@@ -166,6 +171,7 @@ def elastic_sps(bootstrap: str, redis_url: str, tag: str, env: dict[str, str]) -
 PEERS: dict[str, tuple[Callable[..., Pipeline], dict[str, str]]] = {
     "elastic-sps": (elastic_sps, {"SPS_TRACK_IDS": "false"}),
     "elastic-sps+ids": (elastic_sps, {"SPS_TRACK_IDS": "true"}),
+    "elastic-sps-chained": (elastic_sps, {"SPS_TRACK_IDS": "false", "chain": "true"}),
     "quix-streams": (quix_streams, {}),
     "plain-kafka": (plain_kafka, {}),
 }
@@ -248,6 +254,7 @@ def send_all(
 
 def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
     start, env = PEERS[peer]
+    env = dict(env)  # the start may take its own options out
     tag = f"peers{uuid.uuid4().hex[:6]}"
     pipe = start(bootstrap, redis_url, tag, env)
     collector = Collector(bootstrap, pipe.dst)

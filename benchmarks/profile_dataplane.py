@@ -1,10 +1,11 @@
 """Where the dataplane's time goes at saturation, sampled (py-spy), not guessed.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_dataplane.py [--events 40000]
-     [--ids] [--json]      (needs py-spy: .venv/bin/pip install py-spy; as root)
+     [--ids] [--chain] [--json]      (needs py-spy: .venv/bin/pip install py-spy; as root)
 
 The elastic-sps peer of ``bench_peers.py`` (the Twitter application, ingress and PySpark
-dataplane, 2 replicas per operator, the id ledger off unless ``--ids``) is fed
+dataplane, 2 replicas per operator, the id ledger off unless ``--ids``; ``--chain``: the four
+operators chained into one, 2 replicas) is fed
 ``--events`` at once; meanwhile py-spy samples every Python process under the dataplane
 (the driver, the stream readers and Spark's Python workers: ``--subprocesses``) at
 100 Hz, running threads only. Each sample's stack is put in the first category, innermost
@@ -91,11 +92,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=40_000)
     ap.add_argument("--ids", action="store_true", help="with the id ledger on")
+    ap.add_argument("--chain", action="store_true", help="the four operators chained")
     ap.add_argument("--top", help="a category whose busiest frames to list too")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     raw = Path(tempfile.mkdtemp(prefix="sps-profile-")) / "dataplane.txt"
-    env = {"SPS_TRACK_IDS": "true" if args.ids else "false"}
+    env = {"SPS_TRACK_IDS": "true" if args.ids else "false", "chain": str(args.chain).lower()}
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
         pipe = elastic_sps(bootstrap, redis_url, f"prof{uuid.uuid4().hex[:6]}", env)
         collector = Collector(bootstrap, pipe.dst)
@@ -119,6 +121,7 @@ def main() -> None:
             collector.halt.set()
             pipe.stop()
     out: dict = {"events_per_s": round(args.events / (last - t0)), "ids": args.ids}
+    out["chain"] = args.chain
     out |= shares(raw)
     if args.top:
         out["top"] = top_frames(raw, args.top)

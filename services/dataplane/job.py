@@ -87,7 +87,8 @@ def spark_session(settings: DataplaneSettings, master: str, topo: Any) -> Any:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if is_cluster(master):
-        ship_project(spark, [op.code.partition(":")[0] for op in topo.operators if op.code])
+        codes = [op.code for op in topo.declared.operators if op.code]
+        ship_project(spark, [code.partition(":")[0] for code in codes])
         check_executors(spark, max(2, spark.sparkContext.defaultParallelism))
     return spark
 
@@ -113,7 +114,8 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
     sample events and published for the other services (``shared.pipeline.costs``)."""
     from shared.io.redis_client import redis_client
     from shared.pipeline import costs
-    from shared.pipeline.operators import Context, open_operator
+    from shared.pipeline.chain import open_runnable
+    from shared.pipeline.operators import Context
     from shared.pipeline.samples import sample_payloads
 
     topo = topology_mod.load(settings.topology)
@@ -121,8 +123,7 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
     prefix = Keys(settings.key_prefix).prefix
     if topo.measured:
         for op in topo.operators:
-            if op.code:
-                open_operator(op.code, op.name, Context(op.name, r, prefix)).close()
+            open_runnable(topo, op.name, Context(op.name, r, prefix)).close()
         return topo
     samples = sample_payloads(topo, settings.sample_events)
     if samples is None:

@@ -47,8 +47,9 @@ from shared.io.kafka_io import take_ready
 from shared.io.knowledge_base import Keys
 from shared.io.rescale_timeline import CountWatch, active_count
 from shared.io.tracked_producer import TrackedProducer, read_backlog
+from shared.pipeline.chain import open_runnable
 from shared.pipeline.failures import Failure, FailureGuard, describe
-from shared.pipeline.operators import Context, Passthrough, Runnable, normalise, open_operator
+from shared.pipeline.operators import Context, Runnable, normalise
 
 
 class WorkerState:
@@ -199,11 +200,8 @@ class GroupRun:
         self._routing_lock = threading.Lock()
 
     def _open_operator(self) -> Runnable:
-        if not self.op.code:
-            fractions = tuple((e.dst, e.fraction) for e in self.topo.successors[self.operator])
-            return Passthrough(self.operator, fractions)
-        return open_operator(
-            self.op.code, self.operator, Context(self.operator, self.r, self.keys.prefix)
+        return open_runnable(
+            self.topo, self.operator, Context(self.operator, self.r, self.keys.prefix)
         )
 
     def routing(self, successor: str) -> tuple[int, list[float]]:

@@ -29,6 +29,7 @@ OPERATOR_KEYS = {
     "output",
     "on_error",
     "cpu_share",
+    "chain",
 }
 
 
@@ -47,7 +48,9 @@ class Operator:
     benchmark``, or the dataplane at start). ``cpu_share``: the share of that time spent
     on a CPU (measured; None: unknown, treated as waiting work). ``code``: the user's
     ``package.module:callable`` (empty: pass events on). ``output``: the topic a sink's
-    outputs go to. ``on_error``: ``dead-letter`` or ``fail`` (shared.pipeline.failures)."""
+    outputs go to. ``on_error``: ``dead-letter`` or ``fail`` (shared.pipeline.failures).
+    ``chain``: False keeps it out of a chain (``chained``). ``members``: the declared
+    operators a chained operator runs in turn (empty for a declared one)."""
 
     name: str
     et_ms: float | None
@@ -57,6 +60,8 @@ class Operator:
     output: str = ""
     on_error: str = "dead-letter"
     cpu_share: float | None = None
+    chain: bool = True
+    members: tuple[Operator, ...] = ()
 
     @property
     def et_s(self) -> float:
@@ -87,6 +92,7 @@ class Topology:
     description: str = ""
     source: SourceSpec = field(default_factory=SourceSpec)
     origin: str = field(default="", compare=False)  # its file: relative paths start there
+    unchained: Topology | None = field(default=None, compare=False)  # as declared, if chained
     _index: dict[str, Operator] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,9 +107,17 @@ class Topology:
         """Every operator has its et_ms."""
         return all(op.et_ms is not None for op in self.operators)
 
+    @property
+    def declared(self) -> Topology:
+        """The operators as the user declared them (each chain's members apart)."""
+        return self.unchained or self
+
     def with_costs(self, costs: Mapping[str, tuple[float, float | None]]) -> Topology:
-        """The topology with ``costs`` (operator -> (et_ms, cpu_share)) filled in where
-        the topology left them out; declared figures stay."""
+        """The topology with ``costs`` (declared operator -> (et_ms, cpu_share)) filled in
+        where the topology left them out; declared figures stay. A chained topology takes
+        its members' costs (what ``shared.pipeline.costs`` measures) and sums them."""
+        if self.unchained is not None:
+            return chained(self.unchained.with_costs(costs))
         ops = tuple(
             replace(
                 op,
@@ -203,6 +217,8 @@ class Topology:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        if self.unchained is not None:  # the declared document, chained when loaded
+            return {**self.unchained.to_dict(), "chain": True}
         return {
             "name": self.name,
             "description": self.description,
@@ -222,6 +238,8 @@ def _operator_dict(o: Operator) -> dict[str, Any]:
             out[k] = getattr(o, k)
     if o.cpu_share is not None:
         out["cpu_share"] = o.cpu_share
+    if not o.chain:
+        out["chain"] = False
     return out
 
 
@@ -332,6 +350,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
                     output=str(od.get("output", "")),
                     on_error=str(od.get("on_error", "dead-letter")),
                     cpu_share=float(od["cpu_share"]) if od.get("cpu_share") is not None else None,
+                    chain=_flag(od.get("chain", True), f"{where}: chain"),
                 )
             )
         except (TypeError, ValueError) as exc:
@@ -352,9 +371,16 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
         source = SourceSpec.from_dict(doc.get("source"))
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{origin}: {exc}") from exc
-    return Topology(
+    topo = Topology(
         name, tuple(operators), tuple(edges), str(doc.get("description", "")), source, origin
     )
+    return chained(topo) if _flag(doc.get("chain", False), f"{origin}: chain") else topo
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise TopologyError(f"{where} must be true or false, got {value!r}")
+    return value
 
 
 def builtin_names() -> list[str]:
@@ -426,3 +452,95 @@ def generated_dag(operators: int, pool: int, seed: int = 0, width: int = 10) -> 
     edges = tuple(Edge(p, n, 1.0 / children[p]) for n in names for p in parents[n])
     ops = tuple(Operator(n, round(rng.uniform(1.0, 10.0), 1), 1, pool) for n in names)
     return Topology(f"dag-{operators}x{pool}", ops, edges)
+
+
+def chained(topo: Topology) -> Topology:
+    """``topo`` with each maximal linear run of operators fused into one operator, as
+    Flink chains operators: the run's events pass from one member to the next in the
+    replica's process, not over a Kafka topic, so a chain of n costs one hop, not n.
+
+    An edge p -> i joins a chain when it is p's only way out and i's only way in, and p
+    and i would scale alike: the same min/max replicas and ``on_error``, neither has
+    ``chain: false``. The chained operator is named ``first..last``; it is one pool to
+    every policy, and its et (per event entering it) is each member's et times the
+    events that member receives per chain input (the fractions along the run)."""
+    base = topo.declared
+    runs: list[list[Operator]] = []
+    joined: set[str] = set()
+    for name in base.order:
+        if name in joined:
+            continue
+        run = [base[name]]
+        while (nxt := _chains_to(base, run[-1])) is not None:
+            run.append(nxt)
+        joined.update(op.name for op in run)
+        runs.append(run)
+    if all(len(run) == 1 for run in runs):
+        return base
+    fused = {run[0].name: _fuse(base, run) for run in runs}
+    rename = {op.name: fused[run[0].name].name for run in runs for op in run}
+    edges = tuple(
+        Edge(rename.get(e.src, e.src), rename[e.dst], _run_fraction(base, e))
+        for e in base.edges
+        if e.src == SOURCE or rename[e.src] != rename[e.dst]
+    )
+    clash = {f.name for f in fused.values() if f.members} & set(base.names)
+    if clash:
+        raise TopologyError(
+            f"topology {base.name!r}: a chain's name {sorted(clash)} is a declared operator's"
+        )
+    return replace(base, operators=tuple(fused.values()), edges=edges, unchained=base)
+
+
+def _chains_to(base: Topology, op: Operator) -> Operator | None:
+    """The operator ``op`` chains to, if any (``chained`` says when)."""
+    out = base.successors[op.name]
+    if len(out) != 1:
+        return None
+    nxt = base[out[0].dst]
+    alike = (op.min_replicas, op.max_replicas, op.on_error) == (
+        nxt.min_replicas,
+        nxt.max_replicas,
+        nxt.on_error,
+    )
+    if len(base.predecessors[nxt.name]) == 1 and op.chain and nxt.chain and alike:
+        return nxt
+    return None
+
+
+def _fuse(base: Topology, run: list[Operator]) -> Operator:
+    if len(run) == 1:
+        return run[0]
+    share = [1.0]  # events each member receives per event entering the run
+    for op in run[:-1]:
+        share.append(share[-1] * base.successors[op.name][0].fraction)
+    et_ms = cpu_share = None
+    if all(op.et_ms is not None for op in run):
+        work = [s * (op.et_ms or 0.0) for s, op in zip(share, run, strict=True)]
+        et_ms = max(sum(work), 1e-3)
+        if all(op.cpu_share is not None for op in run):
+            cpu_share = sum(w * (op.cpu_share or 0.0) for w, op in zip(work, run, strict=True))
+            cpu_share = round(cpu_share / sum(work), 3) if sum(work) > 0 else 0.0
+    first, last = run[0], run[-1]
+    return Operator(
+        name=f"{first.name}..{last.name}",
+        et_ms=et_ms,
+        min_replicas=first.min_replicas,
+        max_replicas=first.max_replicas,
+        output=last.output,
+        on_error=first.on_error,
+        cpu_share=cpu_share,
+        members=tuple(run),
+    )
+
+
+def _run_fraction(base: Topology, e: Edge) -> float:
+    """An edge leaving a chain carries the fractions along the chain up to it."""
+    fraction, node = e.fraction, e.src
+    while node != SOURCE and len(base.predecessors[node]) == 1:
+        into = base.predecessors[node][0]
+        if into.src == SOURCE or _chains_to(base, base[into.src]) is None:
+            break
+        fraction *= into.fraction
+        node = into.src
+    return fraction

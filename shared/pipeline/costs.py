@@ -20,7 +20,8 @@ from typing import Any
 
 from shared.io.envelope import Envelope, decode
 from shared.model.topology import Topology
-from shared.pipeline.operators import Context, Passthrough, Runnable, normalise, open_operator
+from shared.pipeline.chain import open_runnable
+from shared.pipeline.operators import Context, Runnable, normalise
 
 WARMUP_EVENTS = 20  # first calls fill caches and compile regexes: not the steady cost
 MAX_EVENTS = 500
@@ -43,13 +44,6 @@ class _DiscardedWrites:
         return lambda *args, **kwargs: self
 
 
-def _instance(topo: Topology, name: str, ctx: Context) -> Runnable:
-    op = topo[name]
-    if not op.code:
-        return Passthrough(name, tuple((e.dst, e.fraction) for e in topo.successors[name]))
-    return open_operator(op.code, name, ctx)
-
-
 def measure(
     topo: Topology,
     samples: Iterable[Any],
@@ -58,7 +52,9 @@ def measure(
     max_events: int = MAX_EVENTS,
 ) -> dict[str, OperatorCost]:
     """Every operator's cost on (up to ``max_events`` of) ``samples``' path through the
-    DAG. Raises ``OperatorLoadError`` for code that does not import or open."""
+    DAG; a chained topology's members each on its own (``with_costs`` sums them).
+    Raises ``OperatorLoadError`` for code that does not import or open."""
+    topo = topo.declared
     inbox: dict[str, list[Any]] = {n: [] for n in topo.names}
     first = list(samples)[: max_events + WARMUP_EVENTS]
     for e in topo.successors["source"]:
@@ -67,7 +63,7 @@ def measure(
     for name in topo.order:
         writes = redis.pipeline(transaction=False) if redis is not None else _DiscardedWrites()
         ctx = Context(name, redis, prefix, writes)
-        inst = _instance(topo, name, ctx)
+        inst = open_runnable(topo, name, ctx)
         try:
             cost, emitted = _run(topo, name, inst, ctx, inbox[name][: max_events + WARMUP_EVENTS])
         finally:
@@ -143,12 +139,11 @@ def resolved(topo: Topology, redis: Any, prefix: str, wait_s: float = 300.0) -> 
             (k.decode() if isinstance(k, bytes) else k): tuple(json.loads(v))
             for k, v in raw.items()
         }
-        if all(op.et_ms is not None or op.name in found for op in topo.operators):
+        declared = topo.declared.operators  # what ``measure`` publishes: members apart
+        if all(op.et_ms is not None or op.name in found for op in declared):
             return topo.with_costs({n: (float(v[0]), v[1]) for n, v in found.items()})
         if time.monotonic() > deadline:
-            missing = [
-                op.name for op in topo.operators if op.et_ms is None and op.name not in found
-            ]
+            missing = [op.name for op in declared if op.et_ms is None and op.name not in found]
             raise TimeoutError(
                 f"no measured et_ms for {missing} after {wait_s:.0f} s: the dataplane "
                 "measures them at start (or declare et_ms in the topology)"

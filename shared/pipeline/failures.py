@@ -37,7 +37,8 @@ class Failure:
 def describe(exc: BaseException, frames: int = 3) -> Failure:
     tb = traceback.extract_tb(exc.__traceback__)[-frames:]
     text = "".join(traceback.format_list(tb))
-    return Failure(type(exc).__name__, str(exc), text)
+    reason = " ".join([str(exc), *getattr(exc, "__notes__", ())])  # a chain names its member
+    return Failure(type(exc).__name__, reason, text)
 
 
 @dataclass

@@ -2,7 +2,8 @@
 outside the repository, a topology naming its functions, raw JSON records (no envelope)
 on the user's own input topic, an output topic; a real broker, redis-server and Spark,
 a rescale in the middle of the stream. `square` declares its cost (5 ms an event, the
-demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured."""
+demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured. Run
+twice: the two operators apart, and chained into one (`chain: true`, one pool)."""
 
 from __future__ import annotations
 
@@ -32,17 +33,22 @@ edges:
 """
 
 
+@pytest.fixture(scope="module", params=[False, True], ids=["apart", "chained"])
+def chain(request) -> bool:
+    return bool(request.param)
+
+
 @pytest.fixture(scope="module")
-def user_project(tmp_path_factory) -> Path:
+def user_project(tmp_path_factory, chain) -> Path:
     root = tmp_path_factory.mktemp("user-project")
     write_package(root)
-    (root / "squares.yaml").write_text(TOPOLOGY)
+    (root / "squares.yaml").write_text(TOPOLOGY + ("chain: true\n" if chain else ""))
     write_readings(root / "readings.jsonl", 200, bad_every=50)
     return root
 
 
-def _rescale_mid_stream(ens) -> None:
-    """An on-demand rescale of `square` to 3 replicas, 8 s into the replay (besides
+def _rescale_mid_stream(ens, operator: str) -> None:
+    """An on-demand rescale of `operator` to 3 replicas, 8 s into the replay (besides
     PA-SPS's own)."""
     import uuid
 
@@ -54,14 +60,14 @@ def _rescale_mid_stream(ens) -> None:
     from shared.settings import ServiceSettings
 
     time.sleep(8)
-    req = RescaleRequest(request_id=uuid.uuid4().hex, operator="square", replicas=3)
+    req = RescaleRequest(request_id=uuid.uuid4().hex, operator=operator, replicas=3)
     producer = Producer(kafka_config(ens.bootstrap))
     producer.produce(ServiceSettings().topics.requests, key=req.request_id, value=encode(req))
     producer.flush(10)
 
 
 @pytest.fixture(scope="module")
-def user_run(user_project, tmp_path_factory):
+def user_run(user_project, tmp_path_factory, chain):
     sys.path.insert(0, str(user_project))  # measuring the costs imports it here too
     path = os.environ.get("PYTHONPATH", "")
     try:
@@ -75,7 +81,7 @@ def user_run(user_project, tmp_path_factory):
             drain_s=90,
             compare_static=False,
             warmup_s=2,
-            during=_rescale_mid_stream,
+            during=lambda ens: _rescale_mid_stream(ens, "square..offset" if chain else "square"),
             extra_env={"PYTHONPATH": os.pathsep.join(p for p in (str(user_project), path) if p)},
         )["report"]
     finally:
@@ -103,10 +109,12 @@ def test_the_output_topic_holds_each_events_output_once(user_run, user_project):
     assert got == expected
 
 
-def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, user_project):
+def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, chain):
     """Every 50th reading raises in `square`: dead-lettered there with the exception,
     by id; everything else reaches the output."""
     stages = {s["operator"]: s for s in user_run["stages"]}
+    if chain:
+        return _chained_dead_letters(user_run, stages["square..offset"])
     square, offset = stages["square"], stages["offset"]
     assert square["sent"] == user_run["sent"] and square["lost"] == 0
     assert square["dead"] > 0 and square["processed"] + square["dead"] == square["sent"]
@@ -121,6 +129,20 @@ def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, 
     assert all(d["service"] == "dataplane:square" for d in dead)
     assert all(d["error_type"] == "ValueError" for d in dead)
     assert all(d["reason"].startswith("ValueError: bad reading ") for d in dead)
+    assert all("ops.py" in d["traceback"] and d["event_id"] for d in dead)
+
+
+def _chained_dead_letters(user_run, chained: dict) -> None:
+    """Chained, `square`'s failure fails the event in the chain's replica: dead-lettered
+    once, the member named in the reason."""
+    assert chained["sent"] == user_run["sent"] and chained["lost"] == 0
+    assert chained["dead"] > 0 and chained["processed"] + chained["dead"] == chained["sent"]
+    dead = [json.loads(x) for x in Path(user_run["deadletter"]).read_text().splitlines()]
+    dead = [d for d in dead if d["service"].startswith("dataplane:")]
+    assert len(dead) == chained["dead"]
+    assert all(d["service"] == "dataplane:square..offset" for d in dead)
+    assert all(d["reason"].startswith("ValueError: bad reading ") for d in dead)
+    assert all(d["reason"].endswith("(in 'square', chained in 'square..offset')") for d in dead)
     assert all("ops.py" in d["traceback"] and d["event_id"] for d in dead)
 
 

@@ -1,0 +1,82 @@
+"""A chained operator at run time: its members' code called in turn in one replica.
+
+``shared.model.topology.chained`` decides what chains; here each event entering the
+chain goes through the first member, each of its outputs through the next, and so on;
+the last member's outputs are the chain's, sent on under the names the chained topology
+gives their operators (a member's code names the successors it was written for). A
+member that raises fails the event as a whole (dead-lettered once, with the member named
+in the reason), as an operator would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.model.topology import Topology
+from shared.pipeline.operators import Context, Output, Passthrough, Runnable, normalise
+from shared.pipeline.operators import open_operator as open_code
+
+
+@dataclass
+class ChainStep:
+    name: str
+    runnable: Runnable
+    successors: tuple[str, ...]  # the member's own: the next member, or the chain's
+
+
+@dataclass
+class ChainedOperator:
+    name: str
+    steps: tuple[ChainStep, ...]
+    renamed: dict[str, str]  # a declared successor's name -> its chained operator's
+
+    def open(self, ctx: Context) -> None:
+        pass  # ``open_runnable`` opened each member under its own name
+
+    def process(self, payload: Any, ctx: Context) -> Output:
+        items = [payload]
+        for step in self.steps[:-1]:
+            items = [out for p in items for _, out in self._call(step, p, ctx)]
+        last = self.steps[-1]
+        return [
+            (self.renamed.get(dst, dst) if dst is not None else None, out)
+            for p in items
+            for dst, out in self._call(last, p, ctx)
+        ]
+
+    def _call(self, step: ChainStep, payload: Any, ctx: Context) -> Output:
+        ctx.operator = step.name  # what the member's code sees is its own name
+        try:
+            return normalise(step.runnable.process(payload, ctx), step.name, step.successors)
+        except Exception as exc:  # the member's failure: say which member, then re-raise
+            exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")
+            raise
+        finally:
+            ctx.operator = self.name
+
+    def close(self) -> None:
+        for step in self.steps:
+            step.runnable.close()
+
+
+def open_runnable(topo: Topology, name: str, ctx: Context) -> Runnable:
+    """Operator ``name``'s code, opened: the user's, a ``Passthrough`` for an operator
+    with none (its declared fractions); in a chained topology a ``ChainedOperator`` over
+    its members (a lone operator is a chain of one, for the successors' names)."""
+    op = topo[name]
+    if topo.unchained is not None:
+        declared = topo.unchained
+        steps = tuple(
+            ChainStep(
+                m.name,
+                open_runnable(declared, m.name, Context(m.name, ctx.redis, ctx.prefix, ctx.writes)),
+                tuple(e.dst for e in declared.successors[m.name]),
+            )
+            for m in op.members or (declared[name],)
+        )
+        renamed = {(o.members[0].name if o.members else o.name): o.name for o in topo.operators}
+        return ChainedOperator(name, steps, renamed)
+    if not op.code:
+        return Passthrough(name, tuple((e.dst, e.fraction) for e in topo.successors[name]))
+    return open_code(op.code, name, ctx)

@@ -1,0 +1,208 @@
+"""Operator chaining: which operators fuse, the fused operator's figures (hand-summed),
+and a chain's members called in turn at run time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.model import topology
+from shared.model.topology import Edge, TopologyError, chained, from_dict
+from shared.pipeline.chain import open_runnable
+from shared.pipeline.failures import describe
+from shared.pipeline.operators import Context
+
+pytestmark = pytest.mark.unit
+
+
+def twitter_chained() -> topology.Topology:
+    return from_dict({**topology.load("twitter").to_dict(), "chain": True}, "twitter")
+
+
+def test_a_linear_application_is_one_operator_whose_et_is_its_members_sum():
+    t = twitter_chained()
+    (op,) = t.operators
+    assert op.name == "parse..store"
+    assert [m.name for m in op.members] == [
+        "parse",
+        "classify_content",
+        "classify_author",
+        "store",
+    ]
+    assert op.et_ms == pytest.approx(0.4 + 2.5 + 2.0 + 1.5)  # 6.4 ms per tweet
+    assert (op.min_replicas, op.max_replicas) == (1, 8)
+    assert t.edges == (Edge("source", "parse..store", 1.0),)
+    assert t.entry_operators == ("parse..store",) and t.sinks == ("parse..store",)
+
+
+def test_fractions_along_a_chain_weigh_its_et_and_carry_to_the_edge_leaving_it():
+    t = from_dict(
+        {
+            "name": "f",
+            "chain": True,
+            "operators": [
+                {"name": "a", "et_ms": 2.0, "max_replicas": 4},
+                {"name": "b", "et_ms": 4.0, "max_replicas": 4},
+                {"name": "c", "et_ms": 1.0, "max_replicas": 2},  # scales apart: no chain
+            ],
+            "edges": [
+                {"from": "source", "to": "a"},
+                {"from": "a", "to": "b", "fraction": 0.5},
+                {"from": "b", "to": "c", "fraction": 2.0},
+            ],
+        }
+    )
+    assert t.names == ("a..b", "c")
+    assert t["a..b"].et_ms == pytest.approx(2.0 + 0.5 * 4.0)  # b sees half of a's events
+    assert Edge("a..b", "c", 1.0) in t.edges  # 0.5 x 2.0 events to c per chain input
+    assert t.static_theta == {"a..b": 1.0, "c": 1.0}
+
+
+def test_forks_joins_and_chain_false_keep_operators_apart():
+    diamond = topology.load("diamond")
+    assert chained(diamond) is diamond.declared  # every edge forks or joins
+    t = from_dict(
+        {
+            "name": "g",
+            "chain": True,
+            "operators": [
+                {"name": "a", "et_ms": 1.0},
+                {"name": "b", "et_ms": 1.0, "chain": False},
+                {"name": "c", "et_ms": 1.0},
+                {"name": "d", "et_ms": 1.0},
+            ],
+            "edges": [
+                {"from": "source", "to": "a"},
+                {"from": "a", "to": "b"},
+                {"from": "b", "to": "c"},
+                {"from": "c", "to": "d"},
+            ],
+        }
+    )
+    assert t.names == ("a", "b", "c..d")
+
+
+def test_a_chained_topology_round_trips_and_sums_its_members_measured_costs():
+    doc = {
+        "name": "m",
+        "chain": True,
+        "operators": [{"name": "a"}, {"name": "b", "output": "out"}],
+        "edges": [{"from": "source", "to": "a"}, {"from": "a", "to": "b"}],
+    }
+    t = from_dict(doc)
+    assert not t.measured and t["a..b"].output == "out"
+    assert from_dict(t.to_dict()) == t
+    measured = t.with_costs({"a": (0.5, 1.0), "b": (1.5, 0.0)})
+    assert measured["a..b"].et_ms == pytest.approx(2.0)
+    assert measured["a..b"].cpu_share == pytest.approx(0.25)  # 0.5 ms of 2.0 on a CPU
+
+
+def test_a_chain_named_like_a_declared_operator_is_refused():
+    with pytest.raises(TopologyError, match=r"a\.\.b"):
+        from_dict(
+            {
+                "name": "clash",
+                "chain": True,
+                "operators": [
+                    {"name": "a", "et_ms": 1.0},
+                    {"name": "b", "et_ms": 1.0},
+                    {"name": "a..b", "et_ms": 1.0, "max_replicas": 2},
+                ],
+                "edges": [
+                    {"from": "source", "to": "a"},
+                    {"from": "a", "to": "b"},
+                    {"from": "source", "to": "a..b"},
+                ],
+            }
+        )
+
+
+def test_chain_must_be_a_boolean():
+    with pytest.raises(TopologyError, match="chain must be true or false"):
+        from_dict({**topology.load("twitter").to_dict(), "chain": "yes"})
+
+
+# run time: the members' code, as a user writes it
+
+
+def split_words(payload: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    return [(None, w) for w in payload.split()]  # fan-out: one output per word
+
+
+def drop_short(word: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    if word == "boom":
+        raise ValueError("no booms")
+    return [(None, f"{ctx.operator}:{word}")] if len(word) > 2 else []  # a filter
+
+
+def to_sink(word: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    return [("sink", word.upper())]  # names its declared successor
+
+
+def run_time_topology() -> topology.Topology:
+    here = __name__
+    return from_dict(
+        {
+            "name": "words",
+            "chain": True,
+            "operators": [
+                {"name": "split", "et_ms": 1.0, "code": f"{here}:split_words"},
+                {"name": "keep", "et_ms": 1.0, "code": f"{here}:drop_short"},
+                {"name": "route", "et_ms": 1.0, "code": f"{here}:to_sink"},
+                {"name": "sink", "et_ms": 1.0, "max_replicas": 2, "chain": False},
+                {"name": "sink2", "et_ms": 1.0, "max_replicas": 2},
+            ],
+            "edges": [
+                {"from": "source", "to": "split"},
+                {"from": "split", "to": "keep"},
+                {"from": "keep", "to": "route"},
+                {"from": "route", "to": "sink"},
+                {"from": "sink", "to": "sink2"},
+            ],
+        }
+    )
+
+
+def test_a_chain_calls_each_member_on_each_output_of_the_one_before():
+    t = run_time_topology()
+    assert t.names == ("split..route", "sink", "sink2")
+    ctx = Context("split..route")
+    chain = open_runnable(t, "split..route", ctx)
+    out = chain.process("a big red fox", ctx)
+    # "a" is filtered by keep; the others go through route, each member under its name
+    assert out == [("sink", "KEEP:BIG"), ("sink", "KEEP:RED"), ("sink", "KEEP:FOX")]
+    assert ctx.operator == "split..route"
+
+
+def test_a_member_that_raises_fails_the_event_with_the_member_named():
+    t = run_time_topology()
+    ctx = Context("split..route")
+    chain = open_runnable(t, "split..route", ctx)
+    with pytest.raises(ValueError) as err:
+        chain.process("big boom", ctx)
+    assert (
+        describe(err.value).reason == "ValueError: no booms (in 'keep', chained in 'split..route')"
+    )
+
+
+def test_outputs_to_a_successor_that_was_chained_carry_its_chained_name():
+    t = from_dict(
+        {
+            "name": "renamed",
+            "chain": True,
+            "operators": [
+                {"name": "route", "et_ms": 1.0, "code": f"{__name__}:to_sink", "max_replicas": 2},
+                {"name": "sink", "et_ms": 1.0},
+                {"name": "after", "et_ms": 1.0},
+            ],
+            "edges": [
+                {"from": "source", "to": "route"},
+                {"from": "route", "to": "sink"},
+                {"from": "sink", "to": "after"},
+            ],
+        }
+    )
+    assert t.names == ("route", "sink..after")
+    ctx = Context("route")
+    assert open_runnable(t, "route", ctx).process("x", ctx) == [("sink..after", "X")]
