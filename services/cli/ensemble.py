@@ -213,21 +213,42 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     if samples is None:
         raise ValueError(f"{args.topology} names no sample events: pass --events FILE")
     measured = costs.measure(topo, samples, max_events=args.max_events)
+    declared = topo.declared
     rows = [
-        {**c.__dict__, "declared_et_ms": topo[c.operator].et_ms, "cpu_bound": c.cpu_share >= 0.5}
+        {
+            **c.__dict__,
+            "declared_et_ms": declared[c.operator].et_ms,
+            "cpu_bound": c.cpu_share >= 0.5,
+        }
         for c in measured.values()
     ]
+    rows += chain_rows(topo.with_costs(costs.as_costs(measured)))
     if args.json:
         print(json.dumps(rows))
         return 0
     print(f"{'operator':20s} {'et_ms':>9s} {'cpu share':>9s} {'events':>7s} {'raised':>7s}  kind")
     for r in rows:
         kind = "cpu-bound (replicas = tasks, up to the cores)" if r["cpu_bound"] else "waiting"
-        print(
-            f"{r['operator']:20s} {r['et_ms']:9.4f} {r['cpu_share']:9.2f} {r['events']:7d} "
-            f"{r['failed']:7d}  {kind}"
-        )
+        if "members" in r:
+            kind += f"; chains {', '.join(r['members'])}"
+        events = f"{r['events']:7d} {r['failed']:7d}" if "events" in r else f"{'':15s}"
+        print(f"{r['operator']:20s} {r['et_ms']:9.4f} {r['cpu_share']:9.2f} {events}  {kind}")
     return 0
+
+
+def chain_rows(topo: Any) -> list[dict[str, Any]]:
+    """A chained topology's chains, their et and CPU share from their members'."""
+    return [
+        {
+            "operator": op.name,
+            "et_ms": op.et_ms,
+            "cpu_share": op.cpu_share or 0.0,
+            "cpu_bound": op.cpu_bound,
+            "members": [m.name for m in op.members],
+        }
+        for op in topo.operators
+        if op.members
+    ]
 
 
 def cmd_rescale(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@ and a chain's members called in turn at run time."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -206,3 +207,24 @@ def test_outputs_to_a_successor_that_was_chained_carry_its_chained_name():
     assert t.names == ("route", "sink..after")
     ctx = Context("route")
     assert open_runnable(t, "route", ctx).process("x", ctx) == [("sink..after", "X")]
+
+
+def test_benchmark_lists_the_members_measured_and_each_chain_summed(tmp_path, capsys):
+    from services.cli import main
+
+    (tmp_path / "words.jsonl").write_text('"a big red fox"\n"the lazy dog"\n')
+    (tmp_path / "words.yaml").write_text(
+        "name: words\nchain: true\n"
+        "source: {format: json, sample_events: words.jsonl}\n"
+        "operators:\n"
+        f"  - {{name: split, code: '{__name__}:split_words'}}\n"
+        f"  - {{name: keep, code: '{__name__}:drop_short'}}\n"
+        "edges:\n  - {from: source, to: split}\n  - {from: split, to: keep, fraction: 3.5}\n"
+    )
+    assert main(["benchmark", "--topology", str(tmp_path / "words.yaml"), "--json"]) == 0
+    rows = {r["operator"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {"split", "keep", "split..keep"}
+    assert rows["split..keep"]["members"] == ["split", "keep"]
+    # keep gets 3.5 words per sentence (4 and 3, declared): its et counts 3.5 times
+    split, keep = rows["split"]["et_ms"], rows["keep"]["et_ms"]
+    assert rows["split..keep"]["et_ms"] == pytest.approx(split + 3.5 * keep, rel=1e-3)
