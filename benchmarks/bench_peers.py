@@ -23,7 +23,8 @@ by run, each run on fresh topics:
 Per run: events/s end to end at saturation (``--events`` produced at once, from the first
 produce to the last output seen on the sink's topic), then p50/p99 end-to-end latency
 (sink's topic read − produce time, per event) with the input paced at 50 % of that run's
-saturation rate for ``--seconds``. Printed: min/median/max per peer; ``--json``: the rows.
+saturation rate for ``--seconds`` (``--rate R``: every peer at R events/s instead, to
+compare latencies at one load). Printed: min/median/max per peer; ``--json``: the rows.
 """
 
 from __future__ import annotations
@@ -264,8 +265,9 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
         send_all(producer, pipe, collector, 0, 500)  # warm: workers up, groups joined
         t0, last = send_all(producer, pipe, collector, 10_000_000, args.events)
         eps = args.events / (last - t0)
-        paced = list(tweets(20_000_000, int(eps / 2 * args.seconds)))
-        sent = feed(producer, pipe.src, paced, eps / 2)
+        rate = args.rate or eps / 2  # the same for every peer with --rate
+        paced = list(tweets(20_000_000, int(rate * args.seconds)))
+        sent = feed(producer, pipe.src, paced, rate)
         collector.wait_for(list(sent), pipe, 600)
         lat = np.array([collector.seen[i] - t for i, t in sent.items()]) * 1000
         return {
@@ -273,7 +275,7 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
             "events_per_s": round(eps),
             "p50_ms": round(float(np.percentile(lat, 50)), 1),
             "p99_ms": round(float(np.percentile(lat, 99)), 1),
-            "at_events_per_s": round(eps / 2),
+            "at_events_per_s": round(rate),
         }
     finally:
         collector.halt.set()
@@ -298,6 +300,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--events", type=int, default=20_000)
     ap.add_argument("--seconds", type=float, default=10.0, help="the 50 %% load phase")
+    ap.add_argument(
+        "--rate", type=float, help="pace every peer at this rate (events/s), not at its half"
+    )
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
