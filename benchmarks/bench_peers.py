@@ -41,6 +41,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from shared.io import embedded
 from shared.io.kafka_admin import ensure_topics
 from shared.io.kafka_io import take_ready
 from shared.io.knowledge_base import Keys
+from shared.model import topology
 from tests.support.processes import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,22 +143,24 @@ def topology_file(folder: Path, src: str, dst: str, chain: bool) -> Path:
     return path
 
 
-def elastic_sps(bootstrap: str, redis_url: str, tag: str, env: dict[str, str]) -> Pipeline:
+def elastic_sps(
+    bootstrap: str, redis_url: str, tag: str, env: dict[str, str], chain: bool = False
+) -> Pipeline:
     pipe = Pipeline(f"{tag}.in", f"{tag}.out")
-    chain = env.pop("chain", "") == "true"
     ensure_topics(bootstrap, [pipe.src, pipe.dst], PARTITIONS)
     folder = Path(tempfile.mkdtemp(prefix="sps-peers-"))
+    topo_file = topology_file(folder, pipe.src, pipe.dst, chain)
     common = {
         "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "SPS_REDIS_URL": redis_url,
         "SPS_KEY_PREFIX": tag,
-        "SPS_TOPOLOGY": str(topology_file(folder, pipe.src, pipe.dst, chain)),
+        "SPS_TOPOLOGY": str(topo_file),
         "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)]),
         **env,
     }
     r = redis.Redis.from_url(redis_url)
-    for op in [f"{OPS[0]}..{OPS[-1]}"] if chain else OPS:
+    for op in topology.load(topo_file).names:  # chained: the one chain's name
         r.set(Keys(tag).active(op), REPLICAS)
     dataplane = ServiceProcess("dataplane", {**common, "SPS_FIXED_REPLICAS": str(REPLICAS)})
     pipe.procs.append(dataplane.start())
@@ -172,7 +176,7 @@ def elastic_sps(bootstrap: str, redis_url: str, tag: str, env: dict[str, str]) -
 PEERS: dict[str, tuple[Callable[..., Pipeline], dict[str, str]]] = {
     "elastic-sps": (elastic_sps, {"SPS_TRACK_IDS": "false"}),
     "elastic-sps+ids": (elastic_sps, {"SPS_TRACK_IDS": "true"}),
-    "elastic-sps-chained": (elastic_sps, {"SPS_TRACK_IDS": "false", "chain": "true"}),
+    "elastic-sps-chained": (partial(elastic_sps, chain=True), {"SPS_TRACK_IDS": "false"}),
     "quix-streams": (quix_streams, {}),
     "plain-kafka": (plain_kafka, {}),
 }
@@ -255,7 +259,6 @@ def send_all(
 
 def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
     start, env = PEERS[peer]
-    env = dict(env)  # the start may take its own options out
     tag = f"peers{uuid.uuid4().hex[:6]}"
     pipe = start(bootstrap, redis_url, tag, env)
     collector = Collector(bootstrap, pipe.dst)

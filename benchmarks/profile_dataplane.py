@@ -97,9 +97,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     raw = Path(tempfile.mkdtemp(prefix="sps-profile-")) / "dataplane.txt"
-    env = {"SPS_TRACK_IDS": "true" if args.ids else "false", "chain": str(args.chain).lower()}
+    env = {"SPS_TRACK_IDS": "true" if args.ids else "false"}
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
-        pipe = elastic_sps(bootstrap, redis_url, f"prof{uuid.uuid4().hex[:6]}", env)
+        pipe = elastic_sps(bootstrap, redis_url, f"prof{uuid.uuid4().hex[:6]}", env, args.chain)
         collector = Collector(bootstrap, pipe.dst)
         collector.start()
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})

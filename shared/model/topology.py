@@ -477,19 +477,20 @@ def chained(topo: Topology) -> Topology:
         runs.append(run)
     if all(len(run) == 1 for run in runs):
         return base
-    fused = {run[0].name: _fuse(base, run) for run in runs}
-    rename = {op.name: fused[run[0].name].name for run in runs for op in run}
-    edges = tuple(
-        Edge(rename.get(e.src, e.src), rename[e.dst], _run_fraction(base, e))
+    share = {op.name: s for run in runs for op, s in zip(run, _shares(base, run), strict=True)}
+    fused = [_fuse(run, [share[op.name] for op in run]) for run in runs]
+    rename = {op.name: f.name for run, f in zip(runs, fused, strict=True) for op in run}
+    edges = tuple(  # an edge leaving a chain carries the fractions along it
+        Edge(rename.get(e.src, e.src), rename[e.dst], e.fraction * share.get(e.src, 1.0))
         for e in base.edges
         if e.src == SOURCE or rename[e.src] != rename[e.dst]
     )
-    clash = {f.name for f in fused.values() if f.members} & set(base.names)
+    clash = {f.name for f in fused if f.members} & set(base.names)
     if clash:
         raise TopologyError(
             f"topology {base.name!r}: a chain's name {sorted(clash)} is a declared operator's"
         )
-    return replace(base, operators=tuple(fused.values()), edges=edges, unchained=base)
+    return replace(base, operators=tuple(fused), edges=edges, unchained=base)
 
 
 def _chains_to(base: Topology, op: Operator) -> Operator | None:
@@ -508,12 +509,17 @@ def _chains_to(base: Topology, op: Operator) -> Operator | None:
     return None
 
 
-def _fuse(base: Topology, run: list[Operator]) -> Operator:
-    if len(run) == 1:
-        return run[0]
-    share = [1.0]  # events each member receives per event entering the run
+def _shares(base: Topology, run: list[Operator]) -> list[float]:
+    """The events each member of ``run`` receives per event entering the run."""
+    share = [1.0]
     for op in run[:-1]:
         share.append(share[-1] * base.successors[op.name][0].fraction)
+    return share
+
+
+def _fuse(run: list[Operator], share: list[float]) -> Operator:
+    if len(run) == 1:
+        return run[0]
     et_ms = cpu_share = None
     if all(op.et_ms is not None for op in run):
         work = [s * (op.et_ms or 0.0) for s, op in zip(share, run, strict=True)]
@@ -532,15 +538,3 @@ def _fuse(base: Topology, run: list[Operator]) -> Operator:
         cpu_share=cpu_share,
         members=tuple(run),
     )
-
-
-def _run_fraction(base: Topology, e: Edge) -> float:
-    """An edge leaving a chain carries the fractions along the chain up to it."""
-    fraction, node = e.fraction, e.src
-    while node != SOURCE and len(base.predecessors[node]) == 1:
-        into = base.predecessors[node][0]
-        if into.src == SOURCE or _chains_to(base, base[into.src]) is None:
-            break
-        fraction *= into.fraction
-        node = into.src
-    return fraction

@@ -63,10 +63,14 @@ class ChainedOperator:
 def open_runnable(topo: Topology, name: str, ctx: Context) -> Runnable:
     """Operator ``name``'s code, opened: the user's, a ``Passthrough`` for an operator
     with none (its declared fractions); in a chained topology a ``ChainedOperator`` over
-    its members (a lone operator is a chain of one, for the successors' names)."""
+    its members (a lone operator whose successor was chained is a chain of one, so its
+    outputs carry the chained name; any other runs as declared, with nothing around it)."""
     op = topo[name]
-    if topo.unchained is not None:
-        declared = topo.unchained
+    declared = topo.unchained
+    if declared is not None:
+        renamed = {(o.members[0].name if o.members else o.name): o.name for o in topo.operators}
+        if not op.members and all(renamed[e.dst] == e.dst for e in declared.successors[name]):
+            return open_runnable(declared, name, ctx)  # nothing to chain or rename
         steps = tuple(
             ChainStep(
                 m.name,
@@ -75,7 +79,6 @@ def open_runnable(topo: Topology, name: str, ctx: Context) -> Runnable:
             )
             for m in op.members or (declared[name],)
         )
-        renamed = {(o.members[0].name if o.members else o.name): o.name for o in topo.operators}
         return ChainedOperator(name, steps, renamed)
     if not op.code:
         return Passthrough(name, tuple((e.dst, e.fraction) for e in topo.successors[name]))

@@ -10,7 +10,7 @@ import pytest
 
 from shared.model import topology
 from shared.model.topology import Edge, TopologyError, chained, from_dict
-from shared.pipeline.chain import open_runnable
+from shared.pipeline.chain import ChainedOperator, open_runnable
 from shared.pipeline.failures import describe
 from shared.pipeline.operators import Context
 
@@ -174,6 +174,8 @@ def test_a_chain_calls_each_member_on_each_output_of_the_one_before():
     # "a" is filtered by keep; the others go through route, each member under its name
     assert out == [("sink", "KEEP:BIG"), ("sink", "KEEP:RED"), ("sink", "KEEP:FOX")]
     assert ctx.operator == "split..route"
+    # a lone operator whose successors kept their names runs as declared, unwrapped
+    assert not isinstance(open_runnable(t, "sink", Context("sink")), ChainedOperator)
 
 
 def test_a_member_that_raises_fails_the_event_with_the_member_named():
