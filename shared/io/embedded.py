@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import random
 import shutil
 import socket
 import subprocess
@@ -32,8 +33,37 @@ def port_free(port: int) -> bool:
     return True
 
 
+# Ports handed out by this process, so two calls never give the same one.
+_HANDED_OUT: set[int] = set()
+_LOWEST_PORT = 10000  # below it sit well-known services (redis 6379, Kafka 9092 ...)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ``bind(0)`` and outgoing connections (Linux's default)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port free now, for a process started later to listen on.
+
+    Not ``bind(0)``: that number comes from the kernel's ephemeral range, and the kernel
+    may give it again to another ``bind(0)`` before our process binds it (Spark's
+    accumulator server took a dataplane's web port that way, and the dataplane crashed
+    with "Address already in use"). A port outside that range is never handed out by
+    the kernel; a random one makes two processes choosing at once unlikely to meet."""
+    low, high = _ephemeral_range()
+    pool = range(_LOWEST_PORT, low) if low - _LOWEST_PORT >= 1000 else range(high + 1, 65536)
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.choice(pool)
+        if port not in _HANDED_OUT and port_free(port):
+            _HANDED_OUT.add(port)
+            return port
+    with socket.socket() as s:  # a crowded machine: the kernel's choice, as before
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

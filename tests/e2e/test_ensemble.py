@@ -242,7 +242,7 @@ def swapped(tmp_path_factory):
         stop = threading.Event()
         traffic = threading.Thread(
             target=replay,
-            args=(ens.bootstrap, ingress, topo, np.full(3000, 2.0), "swap"),
+            args=(ens.bootstrap, ingress, topo, np.full(3000, 2.0)),
             kwargs={"stop": stop},
             daemon=True,
         )
