@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -74,6 +76,15 @@ def _arm_sigterm_watchdog(service: str) -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
 
 
+def _data_dir(settings: ServiceSettings, name: str) -> str:
+    """faust's data folder: faust's default is ``<app>-data`` in the working directory,
+    which left four folders in the user's project after every `demo`."""
+    if settings.state_dir:
+        Path(settings.state_dir).mkdir(parents=True, exist_ok=True)  # faust makes one level
+        return str(Path(settings.state_dir) / f"sps-{name}-data")
+    return tempfile.mkdtemp(prefix=f"sps-{name}-")
+
+
 class ServiceApp:
     """A faust app with the service's ops pages and a dead-letter sink."""
 
@@ -99,6 +110,7 @@ class ServiceApp:
             key_serializer="raw",
             web_host=settings.web_host,
             web_port=port,
+            datadir=_data_dir(settings, name),
             topic_partitions=1,
             topic_allow_declare=True,
             broker_session_timeout=settings.kafka_session_timeout_s,

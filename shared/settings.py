@@ -75,6 +75,11 @@ class ServiceSettings(BaseSettings):
         0, "The service's /metrics and /health port (0: a free one).", ge=0, le=65535
     )
     web_host: str = _f("127.0.0.1", "The address that port listens on (0.0.0.0 in compose).")
+    state_dir: str | None = _f(
+        None,
+        "Where a faust service keeps its data folder (default: a new temporary folder; "
+        "`up` and `demo`: <run folder>/state), not the working directory.",
+    )
     kafka_session_timeout_s: float = _f(
         6.0, "Consumer group session timeout: how soon a dead consumer's partitions move.", gt=0
     )

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,36 @@ def planned_stabilisation(env: dict[str, str]) -> Stabilisation:
     return PlanSettings(**{k: v for k, v in given.items() if k in fields}).stabilisation()
 
 
+@dataclass
+class Replayed:
+    """What the replay sent: the warm-up's events (accounted for, not measured), the
+    measured replay's, the replay's own count per interval (the ground truth λ_G(t) is
+    measured against) and the first measured interval."""
+
+    warm: int
+    sent: int
+    by_interval: dict[int, int]
+    from_interval: int
+
+
+@dataclass
+class Collected:
+    """What the ensemble left behind, read before it stops."""
+
+    counts: dict[str, float]
+    metrics: list[dict]
+    stats: list[dict]
+    analysis: list[dict]
+    actions: list[dict]
+    decided: list[dict]
+    restarts: dict[str, int]
+    stages: Any
+    completed: Any
+    changes: list[Any]
+    outputs: Any
+    deadletter: Path
+
+
 def run(
     topology: str = "twitter_remote",
     trace_name: str = "short-spikes",
@@ -76,154 +106,213 @@ def run(
     topology = measured_topology(topology, run_dir, events_file)
     topo = topology_mod.load(topology)
     trace = traces.load(trace_name)
-    speedup = trace.duration_s / duration
     peak = peak_rate if peak_rate is not None else default_peak(topo)
-    ticks = played(trace, speedup, peak)
-    topics = ServiceSettings().topics
-    console = Console()
+    ticks = played(trace, trace.duration_s / duration, peak)
     # every event's fate by id, per stage (shared/io/id_ledger.py): the report's `lost`
     env = {"SPS_TRACK_IDS": "true", **(extra_env or {})}
     with up(topology, run_dir, policy, predictor, tau_ms, extra_env=env) as ens:
+        console = Console()
         if live:
             for name, url in ens.urls().items():
                 console.print(f"{name:9s} {url}")
-        r = redis_client(ens.redis_url)
-        prefix = ens.env["SPS_KEY_PREFIX"]
-        source_topic = input_topic(topo, topics)
         warm = replay(
             ens.bootstrap,
-            source_topic,
+            input_topic(topo, ServiceSettings().topics),
             topo,
             warmup_ticks(WARMUP_S if warmup_s is None else warmup_s, min(peak, default_peak(topo))),
             events_file=events_file,
         )
-        _drain(r, prefix, topo, ens, 90, lambda: None)
-        result: dict[str, int] = {}
-        sent_by_interval: dict[int, int] = {}
-        replay_from = int(time.time() // float(ens.env["SPS_TD"]))
-        stop = threading.Event()
-        t = threading.Thread(
-            target=lambda: result.__setitem__(
-                "sent",
-                replay(
-                    ens.bootstrap,
-                    source_topic,
-                    topo,
-                    ticks,
-                    stop,
-                    sent_by_interval=sent_by_interval,
-                    td=float(ens.env["SPS_TD"]),
-                    events_file=events_file,
-                ),
-            ),
-            daemon=True,
+        _drain(redis_client(ens.redis_url), ens.env["SPS_KEY_PREFIX"], topo, ens, 90, lambda: None)
+        replayed = _replay_and_drain(
+            ens, topo, ticks, events_file, during, console if live else None, drain_s, warm
         )
-        t.start()
-        if during is not None:
-            threading.Thread(target=during, args=(ens,), name="during", daemon=True).start()
-        feed = Feed(ens.bootstrap, topics.stats, topics.analysis) if live else None
-        try:
-            if feed is not None:
-                with Live(render(topo, feed), console=console, refresh_per_second=2) as view:
-                    while t.is_alive():
-                        view.update(render(topo, feed, "replaying", ens.restarts))
-                        time.sleep(0.5)
-                    _drain(
-                        r,
-                        prefix,
-                        topo,
-                        ens,
-                        drain_s,
-                        lambda: view.update(render(topo, feed, "draining", ens.restarts)),
-                    )
-            else:
-                t.join()
-                _drain(r, prefix, topo, ens, drain_s, lambda: None)
-        finally:
-            stop.set()
-            t.join(10)
-            if feed is not None:
-                feed.close()
         time.sleep(2)
-        raw = r.hgetall(f"{prefix}:ingress:counts")
-        counts = {(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in raw.items()}
-        metrics = read_topic(ens.bootstrap, topics.metrics, max_s=60)
-        stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
-        analysis = read_topic(ens.bootstrap, topics.analysis, max_s=30)
-        actions = read_topic(ens.bootstrap, topics.actions, max_s=30)
-        decided = [d for d in read_topic(ens.bootstrap, topics.decisions) if "operator" in d]
-        restarts = dict(ens.restarts)
-        tracked = env["SPS_TRACK_IDS"] == "true"
-        stages = id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None
-        completed = id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None
-        changes = rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats)
-        outputs = copy_outputs(ens.bootstrap, topo, run_dir)
-        deadletter = run_dir / "deadletter.jsonl"  # every dead letter, with its reason
-        dead_rows = read_topic(ens.bootstrap, topics.deadletter, max_s=30)
-        deadletter.write_text("".join(json.dumps(row) + "\n" for row in dead_rows))
-    rep = report_mod.build(
-        topo,
-        warm + result.get("sent", 0),
-        counts,
-        metrics,
-        stats,
-        analysis,
-        actions,
-        stages,
-        completed,
-        since_interval=replay_from,
-    )
-    rep["input_error_vs_replay"] = report_mod.input_error(stats, sent_by_interval)
-    rep["rescale_timeline"] = rescale_timeline.summary(changes)
-    intervals = report_mod.interval_rows(stats, decided)
-    rep["intervals_shedding"] = sum(1 for row in intervals if row["shed_events"] > 0)
-    rep["intervals_short"] = sum(1 for row in intervals if row["short"])
-    rep["peak_rate"] = peak
-    rep["warmup_sent"] = warm  # in `sent`, accounted for, not measured
-    rep["restarts"] = restarts
-    rep["run_dir"] = str(run_dir)
-    rep["outputs"] = outputs
-    rep["deadletter"] = str(deadletter)
+        got = _collect(ens, topo, run_dir, tracked=env["SPS_TRACK_IDS"] == "true")
+    rep, intervals = _report(topo, replayed, got, run_dir, peak, tau_ms)
     if compare_static:  # what the simulator says the baselines would have done
-        from services.ensemble.forecast import Scenario, simulated
-        from shared.simulation.engine import LIVE_ENGINE
-
-        sc = Scenario(topology, trace_name, duration, peak)
-        spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
-        rules = planned_stabilisation(env)  # the plan service's, read as it reads them
-        rep["simulated"] = {
-            s: simulated(sc, s, LIVE_ENGINE, stabilisation=rules if s == spec else None)[0]
-            for s in (spec, "static:1", "static:8")
-        }
-    rep["tau_ms"] = tau_ms
-    measured = report_mod.replay_window([s for s in stats if s["interval"] >= replay_from])
+        rep["simulated"] = _simulated(topology, trace_name, duration, peak, policy, predictor, env)
+    measured = report_mod.replay_window(
+        [s for s in got.stats if s["interval"] >= replayed.from_interval]
+    )
     timeline = [
         {k: s.get(k) for k in ("interval", "input_events", "shed_events", "queuing_ms_mean")}
         for s in measured
     ]
-    files = report_mod.plots(topo, stats, run_dir, tau_ms)
+    files = report_mod.plots(topo, got.stats, run_dir, tau_ms)
+    _write_run_files(run_dir, rep, got, replayed, intervals)
+    return {
+        "report": rep,
+        "plots": [str(f) for f in files],
+        "timeline": timeline,
+        "stats": got.stats,
+        "window": measured,
+        "sent_by_interval": replayed.by_interval,
+    }
+
+
+def _replay_and_drain(
+    ens: Any,
+    topo: topology_mod.Topology,
+    ticks: Any,
+    events_file: str | Path | None,
+    during: Callable[[Any], None] | None,
+    console: Console | None,
+    drain_s: float,
+    warm: int,
+) -> Replayed:
+    """Replay ``ticks`` in a thread (``during`` beside it), showing the live view on
+    ``console`` if given, then drain; stop the replay whatever happened."""
+    topics = ServiceSettings().topics
+    r = redis_client(ens.redis_url)
+    prefix = ens.env["SPS_KEY_PREFIX"]
+    td = float(ens.env["SPS_TD"])
+    out = Replayed(warm, 0, {}, int(time.time() // td))
+    stop = threading.Event()
+
+    def play() -> None:
+        out.sent = replay(
+            ens.bootstrap,
+            input_topic(topo, topics),
+            topo,
+            ticks,
+            stop,
+            sent_by_interval=out.by_interval,
+            td=td,
+            events_file=events_file,
+        )
+
+    t = threading.Thread(target=play, daemon=True)
+    t.start()
+    if during is not None:
+        threading.Thread(target=during, args=(ens,), name="during", daemon=True).start()
+    feed = Feed(ens.bootstrap, topics.stats, topics.analysis) if console is not None else None
+    try:
+        if feed is None:
+            t.join()
+            _drain(r, prefix, topo, ens, drain_s, lambda: None)
+            return out
+        with Live(render(topo, feed), console=console, refresh_per_second=2) as view:
+            while t.is_alive():
+                view.update(render(topo, feed, "replaying", ens.restarts))
+                time.sleep(0.5)
+            _drain(
+                r,
+                prefix,
+                topo,
+                ens,
+                drain_s,
+                lambda: view.update(render(topo, feed, "draining", ens.restarts)),
+            )
+        return out
+    finally:
+        stop.set()
+        t.join(10)
+        if feed is not None:
+            feed.close()
+
+
+def _collect(ens: Any, topo: topology_mod.Topology, run_dir: Path, tracked: bool) -> Collected:
+    """The counts, the control topics, the id ledger, the outputs and the dead letters
+    (each with its reason, to ``<run_dir>/deadletter.jsonl``)."""
+    topics = ServiceSettings().topics
+    r = redis_client(ens.redis_url)
+    prefix = ens.env["SPS_KEY_PREFIX"]
+    raw = r.hgetall(f"{prefix}:ingress:counts")
+    stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
+    deadletter = run_dir / "deadletter.jsonl"
+    dead_rows = read_topic(ens.bootstrap, topics.deadletter, max_s=30)
+    deadletter.write_text("".join(json.dumps(row) + "\n" for row in dead_rows))
+    return Collected(
+        counts={(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in raw.items()},
+        metrics=read_topic(ens.bootstrap, topics.metrics, max_s=60),
+        stats=stats,
+        analysis=read_topic(ens.bootstrap, topics.analysis, max_s=30),
+        actions=read_topic(ens.bootstrap, topics.actions, max_s=30),
+        decided=[d for d in read_topic(ens.bootstrap, topics.decisions) if "operator" in d],
+        restarts=dict(ens.restarts),
+        stages=id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None,
+        completed=id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None,
+        changes=rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats),
+        outputs=copy_outputs(ens.bootstrap, topo, run_dir),
+        deadletter=deadletter,
+    )
+
+
+def _report(
+    topo: topology_mod.Topology,
+    replayed: Replayed,
+    got: Collected,
+    run_dir: Path,
+    peak: float,
+    tau_ms: float | None,
+) -> tuple[dict[str, Any], list[dict]]:
+    """The run's report, and its per-interval rows (scaled, shed, why)."""
+    rep = report_mod.build(
+        topo,
+        replayed.warm + replayed.sent,
+        got.counts,
+        got.metrics,
+        got.stats,
+        got.analysis,
+        got.actions,
+        got.stages,
+        got.completed,
+        since_interval=replayed.from_interval,
+    )
+    rep["input_error_vs_replay"] = report_mod.input_error(got.stats, replayed.by_interval)
+    rep["rescale_timeline"] = rescale_timeline.summary(got.changes)
+    intervals = report_mod.interval_rows(got.stats, got.decided)
+    rep["intervals_shedding"] = sum(1 for row in intervals if row["shed_events"] > 0)
+    rep["intervals_short"] = sum(1 for row in intervals if row["short"])
+    rep["peak_rate"] = peak
+    rep["warmup_sent"] = replayed.warm  # in `sent`, accounted for, not measured
+    rep["restarts"] = got.restarts
+    rep["run_dir"] = str(run_dir)
+    rep["outputs"] = got.outputs
+    rep["deadletter"] = str(got.deadletter)
+    rep["tau_ms"] = tau_ms
+    return rep, intervals
+
+
+def _simulated(
+    topology: str,
+    trace_name: str,
+    duration: float,
+    peak: float,
+    policy: str,
+    predictor: str,
+    env: dict[str, str],
+) -> dict[str, Any]:
+    """What the simulator says the policy run and the static baselines would have done."""
+    from services.ensemble.forecast import Scenario, simulated
+    from shared.simulation.engine import LIVE_ENGINE
+
+    sc = Scenario(topology, trace_name, duration, peak)
+    spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
+    rules = planned_stabilisation(env)  # the plan service's, read as it reads them
+    return {
+        s: simulated(sc, s, LIVE_ENGINE, stabilisation=rules if s == spec else None)[0]
+        for s in (spec, "static:1", "static:8")
+    }
+
+
+def _write_run_files(
+    run_dir: Path, rep: dict[str, Any], got: Collected, replayed: Replayed, intervals: list[dict]
+) -> None:
     report_mod.save(rep, run_dir)
-    (run_dir / "stats.json").write_text(json.dumps(stats))  # the per-interval series
+    (run_dir / "stats.json").write_text(json.dumps(got.stats))  # the per-interval series
     # the replay's own count per interval: the ground truth λ_G(t) is measured against
-    (run_dir / "sent.json").write_text(json.dumps(sent_by_interval))
+    (run_dir / "sent.json").write_text(json.dumps(replayed.by_interval))
     timeline_rows = [
         {
             **asdict(c),
             "decision_to_effect_s": c.decision_to_effect_s,
             "decision_to_recovery_s": c.decision_to_recovery_s,
         }
-        for c in changes
+        for c in got.changes
     ]
     (run_dir / "rescales.json").write_text(json.dumps(timeline_rows))
     (run_dir / "intervals.json").write_text(json.dumps(intervals))  # scaled, shed, why
-    return {
-        "report": rep,
-        "plots": [str(f) for f in files],
-        "timeline": timeline,
-        "stats": stats,
-        "window": measured,
-        "sent_by_interval": sent_by_interval,
-    }
 
 
 def input_topic(topo: topology_mod.Topology, topics: Any) -> str:

@@ -88,52 +88,66 @@ def build(
     event was replayed. ``since_interval``: where the measured replay began (after the
     warm-up): latency, resources, rescales and degradation are taken from there on, the
     accounting of events over the whole run."""
-    entry = set(topo.entry_operators)
-    processed = sum(m.get("processed", 0) for m in metrics if m.get("operator") in entry)
-    dead_entry = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") in entry)
-    dead_all = sum(m.get("dead_lettered", 0) for m in metrics if m.get("operator") != "source")
-    expired_entry = sum(m.get("expired", 0) for m in metrics if m.get("operator") in entry)
-    expired_all = sum(m.get("expired", 0) for m in metrics if m.get("operator") != "source")
-    sinks = set(topo.sinks)
-    at_sinks = sum(m.get("processed", 0) for m in metrics if m.get("operator") in sinks)
-    per_input = sum(topo.static_theta[n] for n in sinks)  # sink events one input makes
-    if completed_ids is not None:  # distinct ids: a replayed duplicate completes once
-        at_sinks = completed_ids * per_input
-    admitted = int(ingress_counts.get("admitted", 0))
-    shed = int(ingress_counts.get("shed", 0))
-    ingress_dead = int(ingress_counts.get("dead_lettered", 0))
     since = since_interval if since_interval is not None else -1
-    timed = [m for m in metrics if m.get("interval", since) >= since]
-    lat = np.array([x for m in timed for x in m.get("latency_ms", [])])
-    queuing = np.array([x for m in timed for x in m.get("queuing_ms", [])])
-    lat_mean = _exact_mean(timed, "latency")
-    queuing_mean = _exact_mean(timed, "queuing")
-    applied = [a for a in actions if a.get("status") == "applied"]
-    out_n = sum(
-        1 for a in applied if any(v > a["previous"].get(k, v) for k, v in a["targets"].items())
-    )
-    in_n = sum(
-        1 for a in applied if any(v < a["previous"].get(k, v) for k, v in a["targets"].items())
-    )
-    stats = replay_window([s for s in stats if s["interval"] >= since])
-    pool = topo.pool_total
-    active_total = [sum(o["active_replicas"] for o in s["operators"].values()) for s in stats]
-    by_interval = {a["interval"]: a for a in analysis}
-    pred = [by_interval.get(s["interval"] - 1, {}).get("predicted_input") for s in stats]
-    pairs = [
-        (s["input_events"], p)
-        for s, p in zip(stats, pred, strict=True)
-        if p is not None and s["input_events"] > 0
-    ]
-    report = {
+    window = replay_window([s for s in stats if s["interval"] >= since])
+    return {
+        **_accounting(topo, sent, ingress_counts, metrics, stages, completed_ids),
+        **_rescales(topo, window, actions),
+        **_latencies([m for m in metrics if m.get("interval", since) >= since]),
+        **_resources(topo, window, analysis, ingress_counts, metrics, completed_ids),
+    }
+
+
+def _at_sinks(topo: Topology, metrics: list[dict], completed_ids: int | None) -> float:
+    """What reached the sinks, in sink events (distinct ids when the ledger ran: a
+    replayed duplicate completes once)."""
+    per_input = sum(topo.static_theta[n] for n in topo.sinks)  # sink events one input makes
+    if completed_ids is not None:
+        return completed_ids * per_input
+    return sum(m.get("processed", 0) for m in metrics if m.get("operator") in set(topo.sinks))
+
+
+def _per_operator(metrics: list[dict]) -> dict[str, dict[str, float]]:
+    """processed, dead_lettered and expired summed per operator over the metric records."""
+    out: dict[str, dict[str, float]] = {"processed": {}, "dead_lettered": {}, "expired": {}}
+    for m in metrics:
+        op = str(m.get("operator"))  # a record with none still counts in the totals
+        for field, sums in out.items():
+            sums[op] = sums.get(op, 0) + m.get(field, 0)
+    return out
+
+
+def _accounting(
+    topo: Topology,
+    sent: int,
+    ingress_counts: dict[str, float],
+    metrics: list[dict],
+    stages: list[StageAccount] | None,
+    completed_ids: int | None,
+) -> dict[str, Any]:
+    """Every event's fate: admitted, shed, processed, dead-lettered, expired, completed,
+    lost (by id, per stage, when the ledger ran)."""
+    entry = set(topo.entry_operators)
+    by_op = _per_operator(metrics)
+    processed = sum(by_op["processed"].get(o, 0) for o in entry)
+    dead_entry = sum(by_op["dead_lettered"].get(o, 0) for o in entry)
+    expired_entry = sum(by_op["expired"].get(o, 0) for o in entry)
+    dead_ops = sum(v for o, v in by_op["dead_lettered"].items() if o != "source")
+    expired_ops = sum(v for o, v in by_op["expired"].items() if o != "source")
+    per_input = sum(topo.static_theta[n] for n in topo.sinks)
+    admitted = int(ingress_counts.get("admitted", 0))
+    ingress_dead = int(ingress_counts.get("dead_lettered", 0))
+    return {
         "sent": sent,
         "admitted": admitted,
-        "shed": shed,
+        "shed": int(ingress_counts.get("shed", 0)),
         "processed": int(processed),
-        "dead_lettered": int(ingress_dead + dead_all),
-        "expired": int(expired_all),
+        "dead_lettered": int(ingress_dead + dead_ops),
+        "expired": int(expired_ops),
         # completed: what reached the sinks, in input events (the DAG's declared fractions)
-        "completed": float(at_sinks / per_input) if per_input else None,
+        "completed": float(_at_sinks(topo, metrics, completed_ids) / per_input)
+        if per_input
+        else None,
         # by id when the ledger ran: Σ over operators of ids sent there and never resolved
         "lost": sum(s.lost for s in stages)
         if stages is not None
@@ -142,49 +156,92 @@ def build(
         "stages": [s.as_dict() for s in stages] if stages is not None else None,
         # processings beyond one per id (at-least-once replays), Σ over operators
         "duplicates": sum(
-            max(
-                0,
-                sum(m.get("processed", 0) for m in metrics if m.get("operator") == s.operator)
-                - s.processed,
-            )
-            for s in stages
+            max(0, by_op["processed"].get(s.operator, 0) - s.processed) for s in stages
         )
         if stages is not None
         else None,
         "unkeyed": int(ingress_counts.get("unkeyed", 0)),
-        "scale_out_actions": out_n,
-        "scale_in_actions": in_n,
-        # operator-intervals whose count changed, per hour of the replay (flapping)
-        "rescales_per_hour": per_hour(
-            sum(
-                s["operators"][n]["active_replicas"] != p["operators"][n]["active_replicas"]
-                for p, s in itertools.pairwise(stats)
-                for n in topo.names
-            ),
-            len(stats),
-            float(stats[0].get("td", 1.0)) if stats else 1.0,
-        ),
-        "latency_ms_mean": lat_mean,
+    }
+
+
+def _rescales(topo: Topology, window: list[dict], actions: list[dict]) -> dict[str, Any]:
+    """Scale-outs and scale-ins applied, and operator-intervals whose count changed per
+    hour of the replay (flapping)."""
+    applied = [a for a in actions if a.get("status") == "applied"]
+
+    def moved(a: dict, up: bool) -> bool:
+        return any(
+            (v > a["previous"].get(k, v)) if up else (v < a["previous"].get(k, v))
+            for k, v in a["targets"].items()
+        )
+
+    changes = sum(
+        s["operators"][n]["active_replicas"] != p["operators"][n]["active_replicas"]
+        for p, s in itertools.pairwise(window)
+        for n in topo.names
+    )
+    td = float(window[0].get("td", 1.0)) if window else 1.0
+    return {
+        "scale_out_actions": sum(1 for a in applied if moved(a, up=True)),
+        "scale_in_actions": sum(1 for a in applied if moved(a, up=False)),
+        "rescales_per_hour": per_hour(changes, len(window), td),
+    }
+
+
+def _latencies(timed: list[dict]) -> dict[str, Any]:
+    """End-to-end and entry queuing latency of the measured replay, per event."""
+    lat = np.array([x for m in timed for x in m.get("latency_ms", [])])
+    queuing = np.array([x for m in timed for x in m.get("queuing_ms", [])])
+    return {
+        "latency_ms_mean": _exact_mean(timed, "latency"),
         "latency_ms_p50": float(np.percentile(lat, 50)) if len(lat) else None,
         "latency_ms_p99": float(np.percentile(lat, 99)) if len(lat) else None,
-        "queuing_ms_mean": queuing_mean,
+        "queuing_ms_mean": _exact_mean(timed, "queuing"),
         "queuing_ms_p99": float(np.percentile(queuing, 99)) if len(queuing) else None,
+    }
+
+
+def _resources(
+    topo: Topology,
+    window: list[dict],
+    analysis: list[dict],
+    ingress_counts: dict[str, float],
+    metrics: list[dict],
+    completed_ids: int | None,
+) -> dict[str, Any]:
+    """Replicas used against the pool, throughput degradation, the processed ratio and
+    the input forecast's error over the measured replay."""
+    admitted = int(ingress_counts.get("admitted", 0))
+    shed = int(ingress_counts.get("shed", 0))
+    sinks = set(topo.sinks)
+    per_input = sum(topo.static_theta[n] for n in sinks)
+    at_sinks = _at_sinks(topo, metrics, completed_ids)
+    active_total = [sum(o["active_replicas"] for o in s["operators"].values()) for s in window]
+    by_interval = {a["interval"]: a for a in analysis}
+    pred = [by_interval.get(s["interval"] - 1, {}).get("predicted_input") for s in window]
+    pairs = [
+        (s["input_events"], p)
+        for s, p in zip(window, pred, strict=True)
+        if p is not None and s["input_events"] > 0
+    ]
+    return {
         "shed_ratio": shed / (admitted + shed) if admitted + shed else 0.0,
-        "saved_resources": 1 - float(np.mean(active_total)) / pool if active_total else None,
+        "saved_resources": 1 - float(np.mean(active_total)) / topo.pool_total
+        if active_total
+        else None,
         "replicas_mean": float(np.mean(active_total)) if active_total else None,
         "replicas_max": int(max(active_total)) if active_total else None,
         "throughput_degradation": edge_degradation(
-            [s["input_events"] for s in stats],
-            [sum(s["operators"][n]["processed"] for n in sinks) / per_input for s in stats]
+            [s["input_events"] for s in window],
+            [sum(s["operators"][n]["processed"] for n in sinks) / per_input for s in window]
             if per_input
             else [],
         ),
         # PA-SPS §4.1.3: completed / received; expired, shed, dead-lettered do not count
         "processed_ratio": at_sinks / per_input / admitted if admitted and per_input else None,
         "error_input": float(np.mean([abs(a - p) / a for a, p in pairs])) if pairs else None,
-        "intervals": len(stats),
+        "intervals": len(window),
     }
-    return report
 
 
 def input_error(stats: list[dict], sent_by_interval: dict[int, int]) -> float | None:

@@ -229,6 +229,7 @@ def up(
             "SPS_POLICY": policy,
             "SPS_PREDICTOR": predictor,
             "SPS_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
+            "SPS_STATE_DIR": str(run_dir / "state"),
             # Tansu's ListOffsets is wrong for multi-record batches: its producers' registry
             **({"SPS_PARTITION_ENDS": "registry"} if embedded.broker_kind() == "tansu" else {}),
             # wait-bound operators: capacity follows replicas on any laptop (README)
