@@ -214,47 +214,15 @@ def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int | None = 
     dropped = np.zeros(m, dtype=bool)
     queuing = np.full(m, np.nan)
     completion = np.full(m, np.nan)
-    inbox: list[tuple[float, int, str, object]] = []  # (deliver_at, seq, kind, payload)
-    seq = 0
-
-    def post(at: float, what: str, payload: object) -> None:
-        nonlocal seq
-        heapq.heappush(inbox, (at, seq, what, payload))
-        seq += 1
-
-    operator: LasOperator | None = None
-    now_finish = [0.0]
-    if isinstance(shedder, LasShedder):
-        operator = LasOperator(
-            publish_sketch=lambda pair: post(now_finish[0], "sketch", pair),
-            send_delta=lambda d: post(now_finish[0], "delta", d),
-            delta=setup.delta,
-            epsilon=setup.epsilon,
-            window=setup.window,
-            tolerance=setup.tolerance,
-            seed=seed,
-        )
-    piggy: dict[int, float] = {}
     las = shedder if isinstance(shedder, LasShedder) else None
-    if las is not None:
-        base = [0]
-        las.on_piggyback = lambda k, c: piggy.__setitem__(base[0] + k, c)
+    wire = _Wire(las, setup, seed)
     # Full Knowledge looks durations up by tuple index, so it is fed indices as keys.
     feed_index = isinstance(shedder, FullKnowledgeShedder)
     finish = 0.0
     t0 = float(stream.arrivals[0])
     for s in range(0, m, chunk):
         e = min(m, s + chunk)
-        a_s = float(stream.arrivals[s])
-        while inbox and inbox[0][0] <= a_s:
-            _, _, what, payload = heapq.heappop(inbox)
-            if las is not None and what == "sketch":
-                assert isinstance(payload, SketchPair)
-                las.receive_sketch(payload)
-            elif las is not None and what == "delta":
-                las.apply_delta(float(payload))  # type: ignore[arg-type]
-        if las is not None:
-            base[0] = s
+        wire.deliver(float(stream.arrivals[s]), first=s)
         keys = np.arange(s, e) if feed_index else stream.keys[s:e]
         decisions = shedder.shed_batch(keys, stream.arrivals[s:e])
         dropped[s:e] = decisions
@@ -267,16 +235,60 @@ def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int | None = 
             finish = start + w
             queuing[i] = start - a
             completion[i] = finish - a
-            if operator is not None:
-                now_finish[0] = finish
-                operator.update(
-                    int(stream.keys[i]), w, piggy.pop(i, None), completed_at=finish - t0
-                )
+            wire.executed(i, int(stream.keys[i]), w, finish, t0)
     out = Outcome(kind, dropped, queuing, completion)
-    if operator is not None:
-        out.sketches = operator.sketches_sent
-        out.deltas = seq - operator.sketches_sent
+    if wire.operator is not None:
+        out.sketches = wire.operator.sketches_sent
+        out.deltas = wire.seq - wire.operator.sketches_sent
     return out
+
+
+class _Wire:
+    """LAS's operator and the messages between it and the shedder: the Ĉ piggy-backed on
+    admitted tuples one way, sketches and Δ replies the other, each delivered when due
+    (the tuple that caused it completes). A no-op for the other shedders."""
+
+    def __init__(self, las: LasShedder | None, setup: Setup, seed: int) -> None:
+        self.las = las
+        self.inbox: list[tuple[float, int, str, object]] = []  # (deliver_at, seq, kind, payload)
+        self.seq = 0
+        self.piggy: dict[int, float] = {}  # tuple index -> the Ĉ it carries
+        self.first = 0  # the index of the batch's first tuple, for on_piggyback's k
+        self.now = 0.0  # the completion time of the tuple being executed
+        self.operator: LasOperator | None = None
+        if las is None:
+            return
+        self.operator = LasOperator(
+            publish_sketch=lambda pair: self.post("sketch", pair),
+            send_delta=lambda d: self.post("delta", d),
+            delta=setup.delta,
+            epsilon=setup.epsilon,
+            window=setup.window,
+            tolerance=setup.tolerance,
+            seed=seed,
+        )
+        las.on_piggyback = lambda k, c: self.piggy.__setitem__(self.first + k, c)
+
+    def post(self, what: str, payload: object) -> None:
+        heapq.heappush(self.inbox, (self.now, self.seq, what, payload))
+        self.seq += 1
+
+    def deliver(self, until: float, first: int) -> None:
+        """Everything due by ``until`` to the shedder, before the batch from ``first``."""
+        self.first = first
+        while self.inbox and self.inbox[0][0] <= until:
+            _, _, what, payload = heapq.heappop(self.inbox)
+            if self.las is not None and what == "sketch":
+                assert isinstance(payload, SketchPair)
+                self.las.receive_sketch(payload)
+            elif self.las is not None and what == "delta":
+                self.las.apply_delta(float(payload))  # type: ignore[arg-type]
+
+    def executed(self, i: int, key: int, w: float, finish: float, t0: float) -> None:
+        """Tuple ``i`` ran for ``w`` and completed at ``finish``: the operator's update."""
+        if self.operator is not None:
+            self.now = finish
+            self.operator.update(key, w, self.piggy.pop(i, None), completed_at=finish - t0)
 
 
 def shedding_ratio(dropped: int, baseline_dropped: int) -> float | None:
