@@ -1,0 +1,89 @@
+"""Where the chained pipeline's end-to-end latency goes: the ingress hop (produce to the
+user's topic → the envelope on the chain's topic) and the replica hop (→ the output).
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_hops.py [--rate 4000] [--runs 3]
+
+The same pipeline, broker and feed as ``bench_peers.py``'s ``elastic-sps-chained``; a
+second collector reads the chain's topic, so the machine carries one more consumer than
+in ``bench_peers.py`` (its figures are a split, not a replacement). Per run: p50/p90/p99
+of each hop and end to end, with the input paced at ``--rate`` for ``--seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+
+import numpy as np
+import orjson
+from confluent_kafka import Producer
+
+from benchmarks import bench_peers as peers
+from shared.io import embedded
+from shared.io.kafka_io import take_ready
+from shared.io.knowledge_base import Keys
+
+CHAIN_TAG = "hops"
+
+
+class EnvelopeCollector(peers.Collector):
+    """The first time each event id is seen on an operator topic (envelopes)."""
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            for m in take_ready(self.consumer, 1000, 0.05):
+                if not m.error():
+                    self.seen.setdefault(str(orjson.loads(m.value())["id"]), time.time())
+        self.consumer.close()
+
+
+def percentiles(ms: np.ndarray) -> dict[str, float]:
+    return {f"p{q}_ms": round(float(np.percentile(ms, q)), 1) for q in (50, 90, 99)}
+
+
+def one_run(bootstrap: str, redis_url: str, rate: float, seconds: float) -> dict[str, object]:
+    tag = f"{CHAIN_TAG}{uuid.uuid4().hex[:6]}"
+    pipe = peers.elastic_sps(bootstrap, redis_url, tag, {"SPS_TRACK_IDS": "false"}, chain=True)
+    chain = f"{peers.OPS[0]}..{peers.OPS[-1]}"  # the four operators chained: first..last
+    out = peers.Collector(bootstrap, pipe.dst)
+    mid = EnvelopeCollector(bootstrap, Keys(tag).topic(chain))
+    out.start()
+    mid.start()
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    try:
+        peers.send_all(producer, pipe, out, 0, 500)  # warm: workers up, groups joined
+        sent = peers.feed(
+            producer, pipe.src, list(peers.tweets(20_000_000, int(rate * seconds))), rate
+        )
+        out.wait_for(list(sent), pipe, 600)
+        ids = [i for i in sent if i in mid.seen]
+        return {
+            "rate": rate,
+            "ingress_hop": percentiles(np.array([mid.seen[i] - sent[i] for i in ids]) * 1000),
+            "replica_hop": percentiles(np.array([out.seen[i] - mid.seen[i] for i in ids]) * 1000),
+            "end_to_end": percentiles(np.array([out.seen[i] - sent[i] for i in sent]) * 1000),
+        }
+    finally:
+        out.halt.set()
+        mid.halt.set()
+        out.join(10)
+        mid.join(10)
+        pipe.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rate", type=float, default=4000.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
+        for run in range(args.runs):
+            row = {"run": run, **one_run(bootstrap, redis_url, args.rate, args.seconds)}
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
