@@ -209,25 +209,16 @@ def simulate(
         raise ValueError("a shedder needs a latency goal")
     started = time.perf_counter()
     engine = engine or EngineModel()
-    limits = limits or Limits()
-    order = topo.order
     per_input = sum(topo.static_theta[n] for n in topo.sinks) or 1.0
     if initial is None:
         # A policy may say where it starts (static r = N starts at N, not at the minimum).
         initial = getattr(policy, "initial_replicas", lambda: None)()
-    active = dict(initial) if initial else {n: topo[n].min_replicas or 1 for n in order}
+    active = dict(initial) if initial else {n: topo[n].min_replicas or 1 for n in topo.order}
     whole = int(engine.plan_delay)
     pending: deque[dict[str, int]] = deque([dict(active)] * whole)
     arriving = dict(active)  # the counts that take effect ``late`` into this interval
     late = engine.plan_delay - whole
-    dataplane: Dataplane
-    if mode == "fluid":
-        dataplane = FluidDataplane(topo, engine, limits)
-    else:
-        # Imported here: the event data plane builds on this module's engine model.
-        from shared.simulation.event_dataplane import EventDataplane
-
-        dataplane = EventDataplane(topo, engine, limits, seed)
+    dataplane = _dataplane(mode, topo, engine, limits or Limits(), seed)
     s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))
     prev_prediction: float | None = None
     stabiliser = Stabiliser(stabilisation) if stabilisation and stabilisation.enabled else None
@@ -273,6 +264,18 @@ def simulate(
     wall = time.perf_counter() - started
     rate = dataplane.handled / wall if mode == "event" and wall > 0 else None
     return SimulationResult(policy.name, summarise(topo, s, td), s, td, mode, rate)
+
+
+def _dataplane(
+    mode: str, topo: Topology, engine: EngineModel, limits: Limits, seed: int
+) -> Dataplane:
+    """The fluid model (cohorts), or every event through per-replica queues."""
+    if mode == "fluid":
+        return FluidDataplane(topo, engine, limits)
+    # Imported here: the event data plane builds on this module's engine model.
+    from shared.simulation.event_dataplane import EventDataplane
+
+    return EventDataplane(topo, engine, limits, seed)
 
 
 def _mean_ms(latency_s: float, n: float) -> float:
