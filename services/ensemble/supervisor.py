@@ -16,10 +16,14 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.io import embedded
 from shared.io.embedded import PrerequisiteError, free_port
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, DataplaneSettings, LocalSettings
+
+if TYPE_CHECKING:
+    from shared.model.topology import Topology
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 
@@ -196,28 +200,19 @@ def up(
 ) -> Iterator[Ensemble]:
     """Start everything; stop everything on exit, whatever happened. ``replace`` runs
     the given command instead of a built-in service (the same environment, supervised)."""
-    from shared.io.kafka_admin import ensure_topics
-    from shared.io.knowledge_base import Keys
     from shared.model import topology as topology_mod
     from shared.settings import ServiceSettings
 
     check_prerequisites()
-    local = LocalSettings()
     run_dir.mkdir(parents=True, exist_ok=True)
     topology = measured_topology(topology, run_dir, events_file)
     topo = topology_mod.load(topology)
+    unknown = set(replace or {}) - set(SERVICES)
+    if unknown:
+        raise ValueError(f"cannot replace {sorted(unknown)}: services are {SERVICES}")
     with contextlib.ExitStack() as stack:
-        # Apache Kafka's storage in the run folder, as redis-server's (compose: volumes)
-        bootstrap = local.external_kafka or stack.enter_context(
-            embedded.kafka_broker(data_dir=run_dir / "kafka")
-        )
-        server = None
-        if not local.external_redis:
-            # append-only in the run folder: a redis-server restart keeps the knowledge
-            # base, the end registry and the id ledger, as compose's volume does
-            (run_dir / "redis").mkdir(exist_ok=True)
-            server = stack.enter_context(embedded.redis_handle(data_dir=str(run_dir / "redis")))
-        redis_url = local.external_redis or server.url  # type: ignore[union-attr]
+        bootstrap, server = _servers(stack, run_dir)
+        redis_url = LocalSettings().external_redis or server.url  # type: ignore[union-attr]
         prefix = f"run{int(time.time())}"
         env = {
             **os.environ,
@@ -235,27 +230,17 @@ def up(
             # wait-bound operators: capacity follows replicas on any laptop (README)
             "SPS_COST_MODE": DataplaneSettings().ensemble_cost_mode(),
             **(extra_env or {}),
+            **({"SPS_TAU_MS": str(tau_ms)} if tau_ms is not None else {}),
         }
-        if tau_ms is not None:
-            env["SPS_TAU_MS"] = str(tau_ms)
-        topics = ServiceSettings().topics
-        ensure_topics(bootstrap, topics.control())
-        for op in topo.operators:
-            ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
-        # the user's topics: the source (if it does not exist yet) and the outputs
-        ensure_topics(
-            bootstrap, [*topo.source.topics, *{o.output for o in topo.operators if o.output}]
-        )
-        unknown = set(replace or {}) - set(SERVICES)
-        if unknown:
-            raise ValueError(f"cannot replace {sorted(unknown)}: services are {SERVICES}")
+        _create_topics(bootstrap, topo, prefix)
         ens = Ensemble(
             bootstrap, redis_url, run_dir, env, redis_server=server, commands=dict(replace or {})
         )
         stack.callback(ens.stop)
         from services.ensemble.decisions import DecisionLog
 
-        decision_log = DecisionLog(bootstrap, topics.decisions, run_dir / "decisions.jsonl")
+        decisions = ServiceSettings().topics.decisions
+        decision_log = DecisionLog(bootstrap, decisions, run_dir / "decisions.jsonl")
         stack.callback(decision_log.close)
         for name in SERVICES:
             ens.start(name)
@@ -269,6 +254,34 @@ def up(
         threading.Thread(target=ens.supervise, name="supervisor", daemon=True).start()
         with _stop_on_signals():
             yield ens
+
+
+def _servers(stack: contextlib.ExitStack, run_dir: Path) -> tuple[str, embedded.RedisServer | None]:
+    """The broker and redis-server: the user's (``KAFKA_BOOTSTRAP_SERVERS``,
+    ``REDIS_URL``) or embedded ones, whose data live in the run folder as compose's
+    volumes do: a redis-server restart keeps the knowledge base, the end registry and
+    the id ledger (append-only)."""
+    local = LocalSettings()
+    bootstrap = local.external_kafka or stack.enter_context(
+        embedded.kafka_broker(data_dir=run_dir / "kafka")
+    )
+    if local.external_redis:
+        return bootstrap, None
+    (run_dir / "redis").mkdir(exist_ok=True)
+    return bootstrap, stack.enter_context(embedded.redis_handle(data_dir=str(run_dir / "redis")))
+
+
+def _create_topics(bootstrap: str, topo: Topology, prefix: str) -> None:
+    """The control topics, one topic per operator with a partition per replica slot, and
+    the user's topics: the source (if it does not exist yet) and the outputs."""
+    from shared.io.kafka_admin import ensure_topics
+    from shared.io.knowledge_base import Keys
+    from shared.settings import ServiceSettings
+
+    ensure_topics(bootstrap, ServiceSettings().topics.control())
+    for op in topo.operators:
+        ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
+    ensure_topics(bootstrap, [*topo.source.topics, *{o.output for o in topo.operators if o.output}])
 
 
 def measured_topology(topology: str, run_dir: Path, events_file: str | Path | None) -> str:
