@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 import orjson
+import redis
 from confluent_kafka import Producer
 
 from benchmarks import bench_peers as peers
@@ -39,8 +42,61 @@ class EnvelopeCollector(peers.Collector):
         self.consumer.close()
 
 
+# What each process is, from its command line (first match wins).
+ROLES = (
+    ("kafka.Kafka", "broker"),
+    ("redis-server", "redis"),
+    ("services.ingress", "ingress"),
+    ("pyspark.daemon", "spark python workers"),
+    ("pyspark/daemon", "spark python workers"),
+    ("org.apache.spark", "spark driver JVM"),
+    ("services.dataplane", "dataplane driver (Python)"),
+)
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) so far of every process on the machine, by role
+    (``ROLES``; this benchmark's own producer and collectors are "bench")."""
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    out: dict[str, float] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        role = "bench" if int(d.name) == me else "other"
+        for needle, name in ROLES:
+            if needle in cmd:
+                role = name
+                break
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def percentiles(ms: np.ndarray) -> dict[str, float]:
     return {f"p{q}_ms": round(float(np.percentile(ms, q)), 1) for q in (50, 90, 99)}
+
+
+def batch_cadence(redis_url: str, tag: str, chain: str, since: float) -> dict[str, float]:
+    """From the dataplane's batch log (``source.py``: each batch's planning time and how
+    long its tasks serve): the median time between two batches' planning and the median
+    serving time; the difference is what a batch costs beside serving (Spark's planning,
+    task launch, the tasks' publish and Spark's commit), when no task reads."""
+    r = redis.Redis.from_url(redis_url)
+    rows = [json.loads(x) for x in r.lrange(f"{Keys(tag).prefix}:dp:{chain}:batches", 0, -1)]
+    rows = [row for row in rows if row["at"] >= since]
+    period = np.diff([row["at"] for row in rows])
+    if not len(period):
+        return {}
+    return {
+        "batches": len(rows),
+        "batch_period_s": round(float(np.median(period)), 3),
+        "serve_s": round(float(np.median([row["serve_s"] for row in rows])), 3),
+    }
 
 
 def one_run(bootstrap: str, redis_url: str, rate: float, seconds: float) -> dict[str, object]:
@@ -54,16 +110,20 @@ def one_run(bootstrap: str, redis_url: str, rate: float, seconds: float) -> dict
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     try:
         peers.send_all(producer, pipe, out, 0, 500)  # warm: workers up, groups joined
-        sent = peers.feed(
-            producer, pipe.src, list(peers.tweets(20_000_000, int(rate * seconds))), rate
-        )
+        events = list(peers.tweets(20_000_000, int(rate * seconds)))
+        cpu0, t0 = cpu_seconds(), time.monotonic()
+        sent = peers.feed(producer, pipe.src, events, rate)
         out.wait_for(list(sent), pipe, 600)
+        cpu1, wall = cpu_seconds(), time.monotonic() - t0
         ids = [i for i in sent if i in mid.seen]
         return {
             "rate": rate,
+            **batch_cadence(redis_url, tag, chain, since=min(sent.values())),
             "ingress_hop": percentiles(np.array([mid.seen[i] - sent[i] for i in ids]) * 1000),
             "replica_hop": percentiles(np.array([out.seen[i] - mid.seen[i] for i in ids]) * 1000),
             "end_to_end": percentiles(np.array([out.seen[i] - sent[i] for i in sent]) * 1000),
+            # cores each role kept busy from the first paced event to the last output
+            "cores": {k: round((v - cpu0.get(k, 0.0)) / wall, 2) for k, v in cpu1.items()},
         }
     finally:
         out.halt.set()
