@@ -55,11 +55,12 @@ ROLES = (
 
 
 def cpu_seconds() -> dict[str, float]:
-    """CPU seconds (user + system) so far of every process on the machine, by role
-    (``ROLES``; this benchmark's own producer and collectors are "bench")."""
+    """CPU seconds (user + system) so far of this benchmark's processes and their
+    descendants (the broker, redis-server, the services, Spark's JVM and workers), by role
+    (``ROLES``; this process, the producer and the collectors, is "bench")."""
     tick = os.sysconf("SC_CLK_TCK")
     me = os.getpid()
-    out: dict[str, float] = {}
+    procs: dict[int, tuple[int, float, str]] = {}  # pid -> (parent, cpu seconds, cmdline)
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -68,12 +69,16 @@ def cpu_seconds() -> dict[str, float]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        role = "bench" if int(d.name) == me else "other"
-        for needle, name in ROLES:
-            if needle in cmd:
-                role = name
-                break
-        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        procs[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+    out: dict[str, float] = {}
+    for pid, (_, cpu, cmd) in procs.items():
+        up = pid
+        while up not in (me, 0, 1) and up in procs:  # ours: descended from this process
+            up = procs[up][0]
+        if up != me:
+            continue
+        role = "bench" if pid == me else next((r for n, r in ROLES if n in cmd), "other")
+        out[role] = out.get(role, 0.0) + cpu
     return out
 
 
