@@ -19,27 +19,14 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import orjson
 import redis
 from confluent_kafka import Producer
 
 from benchmarks import bench_peers as peers
 from shared.io import embedded
-from shared.io.kafka_io import take_ready
 from shared.io.knowledge_base import Keys
 
 CHAIN_TAG = "hops"
-
-
-class EnvelopeCollector(peers.Collector):
-    """The first time each event id is seen on an operator topic (envelopes)."""
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            for m in take_ready(self.consumer, 1000, 0.05):
-                if not m.error():
-                    self.seen.setdefault(str(orjson.loads(m.value())["id"]), time.time())
-        self.consumer.close()
 
 
 # What each process is, from its command line (first match wins).
@@ -48,7 +35,6 @@ ROLES = (
     ("redis-server", "redis"),
     ("services.ingress", "ingress"),
     ("pyspark.daemon", "spark python workers"),
-    ("pyspark/daemon", "spark python workers"),
     ("org.apache.spark", "spark driver JVM"),
     ("services.dataplane", "dataplane driver (Python)"),
 )
@@ -107,9 +93,9 @@ def batch_cadence(redis_url: str, tag: str, chain: str, since: float) -> dict[st
 def one_run(bootstrap: str, redis_url: str, rate: float, seconds: float) -> dict[str, object]:
     tag = f"{CHAIN_TAG}{uuid.uuid4().hex[:6]}"
     pipe = peers.elastic_sps(bootstrap, redis_url, tag, {"SPS_TRACK_IDS": "false"}, chain=True)
-    chain = f"{peers.OPS[0]}..{peers.OPS[-1]}"  # the four operators chained: first..last
+    (chain,) = pipe.operators
     out = peers.Collector(bootstrap, pipe.dst)
-    mid = EnvelopeCollector(bootstrap, Keys(tag).topic(chain))
+    mid = peers.Collector(bootstrap, Keys(tag).topic(chain))  # envelopes carry "id" too
     out.start()
     mid.start()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})

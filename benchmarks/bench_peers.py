@@ -72,6 +72,7 @@ class Pipeline:
     src: str
     dst: str
     procs: list[subprocess.Popen[bytes] | ServiceProcess] = field(default_factory=list)
+    operators: tuple[str, ...] = ()  # elastic-sps: its pools (chained: the one chain)
 
     def alive(self) -> bool:
         return all(
@@ -160,7 +161,8 @@ def elastic_sps(
         **env,
     }
     r = redis.Redis.from_url(redis_url)
-    for op in topology.load(topo_file).names:  # chained: the one chain's name
+    pipe.operators = topology.load(topo_file).names  # chained: the one chain's name
+    for op in pipe.operators:
         r.set(Keys(tag).active(op), REPLICAS)
     dataplane = ServiceProcess("dataplane", {**common, "SPS_FIXED_REPLICAS": str(REPLICAS)})
     pipe.procs.append(dataplane.start())
