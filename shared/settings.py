@@ -246,6 +246,12 @@ class IngressSettings(ServiceSettings):
         "How long after t's end a record stamped in t may still reach the broker.",
         ge=0,
     )
+    commit_interval_s: float = _f(
+        1.0,
+        "Least time between two commits of the input offsets (only ever of delivered "
+        "records; a crash re-reads at most this much input; 0: after every read).",
+        ge=0,
+    )
 
 
 class DataplaneSettings(ServiceSettings):
