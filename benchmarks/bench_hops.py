@@ -12,6 +12,7 @@ of each hop and end to end, with the input paced at ``--rate`` for ``--seconds``
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import time
@@ -74,19 +75,39 @@ def percentiles(ms: np.ndarray) -> dict[str, float]:
 
 def batch_cadence(redis_url: str, tag: str, chain: str, since: float) -> dict[str, float]:
     """From the dataplane's batch log (``source.py``: each batch's planning time and how
-    long its tasks serve): the median time between two batches' planning and the median
-    serving time; the difference is what a batch costs beside serving (Spark's planning,
-    task launch, the tasks' publish and Spark's commit), when no task reads."""
+    long its tasks are to serve) and task log (``replica.TaskSpan``: when each task served),
+    medians over the batches: the period between two plannings, the planned serving time,
+    then where a period goes: from planning to the first task's start (``launch_s``: Spark
+    plans the batch and starts its Python tasks), the tasks serving (``serving_s``: the
+    window, longer when the planned backlog takes longer), and from the last task's end to
+    the next planning (``after_s``: Spark ends the batch, commits, triggers the next).
+    During ``launch_s`` and ``after_s`` no task reads: what arrives then waits."""
     r = redis.Redis.from_url(redis_url)
-    rows = [json.loads(x) for x in r.lrange(f"{Keys(tag).prefix}:dp:{chain}:batches", 0, -1)]
-    rows = [row for row in rows if row["at"] >= since]
-    period = np.diff([row["at"] for row in rows])
-    if not len(period):
+    log = f"{Keys(tag).prefix}:dp:{chain}"
+    plans = [json.loads(x) for x in r.lrange(f"{log}:batches", 0, -1)]
+    plans = [p for p in plans if p["at"] >= since]
+    spans = sorted(tuple(map(float, x.split())) for x in r.lrange(f"{log}:tasks", 0, -1))
+    if len(plans) < 2:
         return {}
+    ats = [p["at"] for p in plans]
+    launch, serving, after = [], [], []
+    for at, nxt in itertools.pairwise(ats):
+        mine = [(s, e) for s, e, _ in spans if at <= s < nxt]
+        if mine:
+            launch.append(min(s for s, _ in mine) - at)
+            serving.append(max(e for _, e in mine) - min(s for s, _ in mine))
+            after.append(nxt - max(e for _, e in mine))
+
+    def median(xs: list[float]) -> float:
+        return round(float(np.median(xs)), 3) if xs else float("nan")
+
     return {
-        "batches": len(rows),
-        "batch_period_s": round(float(np.median(period)), 3),
-        "serve_s": round(float(np.median([row["serve_s"] for row in rows])), 3),
+        "batches": len(plans),
+        "batch_period_s": median(list(np.diff(ats))),
+        "serve_s": median([p["serve_s"] for p in plans]),
+        "launch_s": median(launch),
+        "serving_s": median(serving),
+        "after_s": median(after),
     }
 
 

@@ -506,10 +506,11 @@ def run_group(
     """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
     task window when the driver did not say)."""
     WORKER.freeze_heap_once()
-    began = time.monotonic()
+    began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
     warm_consumers(o, tuple(g.keys.topic(name) for name in g.topo.names))
     records = read_slots(o, g.topic, slots)
+    backlog = sum(len(r) for r in records.values())
     window = o.task_window_s
     if window > 0:
         results = run_windowed(g, slots, records, began + max(window, serve_s))
@@ -518,7 +519,7 @@ def run_group(
     else:
         results = [serve_slot(g, s, records[s.replica]) for s in slots]
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
-    publish(g, results)
+    publish(g, results, TaskSpan(began_at, time.time(), backlog))
     by_slot = {s.replica: s for s in slots}
     return [
         SlotRow(
@@ -534,11 +535,29 @@ def run_group(
     ]
 
 
-def publish(g: GroupRun, results: list[SlotResult]) -> None:
+@dataclass(frozen=True)
+class TaskSpan:
+    """When a task served (wall clock) and how many planned records it found waiting:
+    beside the batch log's planning times, what a batch spends with no task serving
+    (``benchmarks/bench_hops.py``)."""
+
+    start: float
+    end: float
+    backlog: int
+
+    def record(self, pipe: Any, keys: Keys, operator: str) -> None:
+        log = f"{keys.prefix}:dp:{operator}:tasks"
+        pipe.rpush(log, f"{self.start:.3f} {self.end:.3f} {self.backlog}")
+        pipe.ltrim(log, -1000, -1)
+
+
+def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None) -> None:
     """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
     processed up to (what a drain waits on; with a window, where the next batch starts),
-    batched."""
+    the task's span, batched."""
     pipe = g.r.pipeline(transaction=False)
+    if span is not None:
+        span.record(pipe, g.keys, g.operator)
     done = {str(r.replica): r.next_offset for r in results if r.next_offset > r.start}
     if done:  # one task per partition per batch, batches in order: a plain HSET
         pipe.hset(g.keys.committed(g.operator), mapping=done)

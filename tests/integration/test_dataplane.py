@@ -140,6 +140,11 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         assert all(min(b["drain"], default=b["active"]) >= b["active"] for b in batches)
         tasks = int(spark.get("SPS_TASKS_PER_QUERY", "1"))
         assert all(b["tasks"] <= tasks for b in batches)
+        # each task's span (start, end, planned records found waiting), after its planning
+        spans = [x.split() for x in r.lrange(f"{tag}:dp:classify_content:tasks", 0, -1)]
+        assert spans and all(float(a) <= float(b) and int(n) >= 0 for a, b, n in spans)
+        assert float(spans[0][0]) >= batches[0]["at"]
+        assert sum(int(n) for _, _, n in spans) <= n
         seen = [b["active"] for b in batches]
         compact = [a for k, a in enumerate(seen) if k == 0 or seen[k - 1] != a]
         assert compact[:4] == schedule, compact
