@@ -90,11 +90,12 @@ def build(
     accounting of events over the whole run."""
     since = since_interval if since_interval is not None else -1
     window = replay_window([s for s in stats if s["interval"] >= since])
+    at_sinks = _at_sinks(topo, metrics, completed_ids)
     return {
-        **_accounting(topo, sent, ingress_counts, metrics, stages, completed_ids),
+        **_accounting(topo, sent, ingress_counts, metrics, stages, at_sinks),
         **_rescales(topo, window, actions),
         **_latencies([m for m in metrics if m.get("interval", since) >= since]),
-        **_resources(topo, window, analysis, ingress_counts, metrics, completed_ids),
+        **_resources(topo, window, analysis, ingress_counts, at_sinks),
     }
 
 
@@ -123,10 +124,10 @@ def _accounting(
     ingress_counts: dict[str, float],
     metrics: list[dict],
     stages: list[StageAccount] | None,
-    completed_ids: int | None,
+    at_sinks: float,
 ) -> dict[str, Any]:
-    """Every event's fate: admitted, shed, processed, dead-lettered, expired, completed,
-    lost (by id, per stage, when the ledger ran)."""
+    """Every event's fate: admitted, shed, processed, dead-lettered, expired, completed
+    (``at_sinks``: ``_at_sinks``), lost (by id, per stage, when the ledger ran)."""
     entry = set(topo.entry_operators)
     by_op = _per_operator(metrics)
     processed = sum(by_op["processed"].get(o, 0) for o in entry)
@@ -145,9 +146,7 @@ def _accounting(
         "dead_lettered": int(ingress_dead + dead_ops),
         "expired": int(expired_ops),
         # completed: what reached the sinks, in input events (the DAG's declared fractions)
-        "completed": float(_at_sinks(topo, metrics, completed_ids) / per_input)
-        if per_input
-        else None,
+        "completed": float(at_sinks / per_input) if per_input else None,
         # by id when the ledger ran: Σ over operators of ids sent there and never resolved
         "lost": sum(s.lost for s in stages)
         if stages is not None
@@ -206,16 +205,14 @@ def _resources(
     window: list[dict],
     analysis: list[dict],
     ingress_counts: dict[str, float],
-    metrics: list[dict],
-    completed_ids: int | None,
+    at_sinks: float,
 ) -> dict[str, Any]:
-    """Replicas used against the pool, throughput degradation, the processed ratio and
-    the input forecast's error over the measured replay."""
+    """Replicas used against the pool, throughput degradation, the processed ratio
+    (``at_sinks``: ``_at_sinks``) and the input forecast's error over the measured replay."""
     admitted = int(ingress_counts.get("admitted", 0))
     shed = int(ingress_counts.get("shed", 0))
     sinks = set(topo.sinks)
     per_input = sum(topo.static_theta[n] for n in sinks)
-    at_sinks = _at_sinks(topo, metrics, completed_ids)
     active_total = [sum(o["active_replicas"] for o in s["operators"].values()) for s in window]
     by_interval = {a["interval"]: a for a in analysis}
     pred = [by_interval.get(s["interval"] - 1, {}).get("predicted_input") for s in window]
