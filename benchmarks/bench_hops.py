@@ -6,7 +6,8 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_hops.py [--rate 4000] [--run
 The same pipeline, broker and feed as ``bench_peers.py``'s ``elastic-sps-chained``; a
 second collector reads the chain's topic, so the machine carries one more consumer than
 in ``bench_peers.py`` (its figures are a split, not a replacement). Per run: p50/p90/p99
-of each hop and end to end, with the input paced at ``--rate`` for ``--seconds``.
+of each hop and end to end, with the input paced at ``--rate`` for ``--seconds``, after
+``--warm-seconds`` at that rate unmeasured (``bench_peers.warm``).
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def batch_cadence(redis_url: str, tag: str, chain: str, since: float) -> dict[st
     }
 
 
-def one_run(bootstrap: str, redis_url: str, rate: float, seconds: float) -> dict[str, object]:
+def one_run(
+    bootstrap: str, redis_url: str, rate: float, seconds: float, warm_s: float
+) -> dict[str, object]:
     tag = f"{CHAIN_TAG}{uuid.uuid4().hex[:6]}"
     pipe = peers.elastic_sps(bootstrap, redis_url, tag, {"SPS_TRACK_IDS": "false"}, chain=True)
     (chain,) = pipe.operators
@@ -121,7 +124,8 @@ def one_run(bootstrap: str, redis_url: str, rate: float, seconds: float) -> dict
     mid.start()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     try:
-        peers.send_all(producer, pipe, out, 0, 500)  # warm: workers up, groups joined
+        peers.send_all(producer, pipe, out, 0, 500)  # workers up, groups joined
+        peers.warm(producer, pipe, out, rate, warm_s)  # the JVMs' hot paths compiled
         events = list(peers.tweets(20_000_000, int(rate * seconds)))
         cpu0, t0 = cpu_seconds(), time.monotonic()
         sent = peers.feed(producer, pipe.src, events, rate)
@@ -150,10 +154,14 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=4000.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument(
+        "--warm-seconds", type=float, default=30.0, help="unmeasured, at --rate (0: none)"
+    )
     args = ap.parse_args()
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
         for run in range(args.runs):
-            row = {"run": run, **one_run(bootstrap, redis_url, args.rate, args.seconds)}
+            measured = one_run(bootstrap, redis_url, args.rate, args.seconds, args.warm_seconds)
+            row = {"run": run, **measured}
             print(json.dumps(row), flush=True)
 
 

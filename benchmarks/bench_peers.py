@@ -20,7 +20,9 @@ by run, each run on fresh topics:
 * ``plain-kafka``: one process per operator, consume up to 500, apply, produce, commit
   after delivery (``benchmarks/peers/plain_loop.py``).
 
-Per run: events/s end to end at saturation (``--events`` produced at once, from the first
+Per run, after an unmeasured warm-up (``--warm-seconds`` at ``--warm-rate``, the same for
+every peer: each run starts its own services, and their JVMs compile as they go):
+events/s end to end at saturation (``--events`` produced at once, from the first
 produce to the last output seen on the sink's topic), then p50/p99 end-to-end latency
 (sink's topic read − produce time, per event) with the input paced at 50 % of that run's
 saturation rate for ``--seconds`` (``--rate R``: every peer at R events/s instead, to
@@ -259,6 +261,20 @@ def send_all(
     return t0, collector.wait_for([str(e["id"]) for e in events], pipe, 600)
 
 
+def warm(
+    producer: Producer, pipe: Pipeline, collector: Collector, rate: float, seconds: float
+) -> None:
+    """Run the pipeline at ``rate`` for ``seconds``, unmeasured, and wait for the outputs.
+    Every run starts its own services, so the JVMs (Spark's driver; the broker in its
+    first minutes) are still compiling their hot paths: in a 90 s paced run of the chained
+    pipeline the time per batch with no task reading fell from 0.5-1.7 s (the first
+    10-20 s) to 0.3 s (the median over the run; ``bench_hops.py``). Every peer gets the
+    same warm-up."""
+    if seconds > 0:
+        events = list(tweets(30_000_000, int(rate * seconds)))
+        collector.wait_for(list(feed(producer, pipe.src, events, rate)), pipe, 600)
+
+
 def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
     start, env = PEERS[peer]
     tag = f"peers{uuid.uuid4().hex[:6]}"
@@ -267,7 +283,8 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
     collector.start()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     try:
-        send_all(producer, pipe, collector, 0, 500)  # warm: workers up, groups joined
+        send_all(producer, pipe, collector, 0, 500)  # workers up, groups joined
+        warm(producer, pipe, collector, args.warm_rate, args.warm_seconds)
         t0, last = send_all(producer, pipe, collector, 10_000_000, args.events)
         eps = args.events / (last - t0)
         rate = args.rate or eps / 2  # the same for every peer with --rate
@@ -308,6 +325,10 @@ def main() -> None:
     ap.add_argument(
         "--rate", type=float, help="pace every peer at this rate (events/s), not at its half"
     )
+    ap.add_argument(
+        "--warm-seconds", type=float, default=30.0, help="unmeasured paced run first (0: none)"
+    )
+    ap.add_argument("--warm-rate", type=float, default=2000.0, help="its events/s")
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
