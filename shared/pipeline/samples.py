@@ -1,5 +1,9 @@
-"""Sample events for trying and measuring a pipeline: a JSON-lines file of payloads, the
-topology's ``source.sample_events`` file, or its ``source.generator``."""
+"""Sample events for trying and measuring a pipeline: a file of payloads, the topology's
+``source.sample_events`` file, or its ``source.generator``.
+
+A file is JSON lines (one payload a line), except for a ``text`` or ``bytes`` source whose
+file does not end in ``.jsonl`` or ``.ndjson``: there each line is one record as it would
+arrive (a log file, say), not a JSON string."""
 
 from __future__ import annotations
 
@@ -13,12 +17,16 @@ from shared.model.topology import Topology
 from shared.pipeline.operators import resolve
 
 GENERATED = 5000  # payloads drawn from a generator (then cycled)
+JSON_LINES = (".jsonl", ".ndjson")  # read as JSON whatever the source's format
 
 
-def read_events(path: Path) -> list[Any]:
-    """A JSON-lines file of payloads; a bad line is an error naming it."""
+def read_events(path: Path, fmt: str = "json") -> list[Any]:
+    """The payloads of ``path`` for a source of format ``fmt`` (see the module's text); a
+    line that is not JSON where JSON is expected is an error naming it."""
     if not path.exists():
         raise FileNotFoundError(f"events file {path} does not exist")
+    if fmt != "json" and path.suffix not in JSON_LINES:
+        return [line for line in path.read_text().splitlines() if line.strip()]
     out = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if line.strip():
@@ -37,7 +45,7 @@ def sample_payloads(
     src = topo.source
     path = events_file or (topo.relative(src.sample_events) if src.sample_events else None)
     if path is not None:
-        payloads = read_events(Path(path))
+        payloads = read_events(Path(path), src.format)
         where = str(path)
     elif src.generator:
         make = resolve(src.generator, "source.generator")

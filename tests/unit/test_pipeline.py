@@ -244,3 +244,17 @@ def test_the_cores_cap_rounds_to_the_nearest_whole_replica():
     need = {n: OperatorDecision(4, 5000.0, 4.0) for n in ("parse", "score")}
     plan = make_plan(topo, Analysis(0, 5000.0, need), {"parse": 1, "score": 1}, 1.0, cores=2)
     assert dict(plan.targets) == {"parse": 1, "score": 2}
+
+
+def test_a_text_sources_sample_file_is_read_line_by_line_unless_it_is_json_lines(tmp_path):
+    from shared.pipeline.samples import read_events, record_bytes
+
+    log = tmp_path / "app.log"
+    log.write_text('GET /a 200\n\n{"not": "json here"}\n42\n')
+    assert read_events(log, "text") == ["GET /a 200", '{"not": "json here"}', "42"]
+    assert record_bytes(read_events(log, "text")[2], "text") == b"42"  # not the number
+    jsonl = tmp_path / "lines.jsonl"
+    jsonl.write_text('"GET /a 200"\n"x"\n')
+    assert read_events(jsonl, "text") == ["GET /a 200", "x"]
+    with pytest.raises(ValueError, match=r"app\.log:1: not JSON"):
+        read_events(log, "json")
