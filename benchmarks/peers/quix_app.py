@@ -8,6 +8,7 @@ its own virtualenv (quix-streams pins an older confluent-kafka and pydantic).
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -53,6 +54,11 @@ def main() -> None:
         consumer_group=args.group,
         auto_offset_reset="earliest",
         auto_create_topics=False,
+        # a state folder of its own: by default every process of the group creates
+        # ./state/<group> in the working directory, and the two processes started at once
+        # raced on it (one died of FileExistsError, and the run waited on outputs that
+        # never came: "500 of 500 outputs missing"); the pipeline keeps no state
+        state_dir=tempfile.mkdtemp(prefix="sps-peers-quix-"),
     )
     src = app.topic(args.src, value_deserializer="json")
     dst = app.topic(args.dst, value_serializer="json")
