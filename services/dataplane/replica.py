@@ -551,13 +551,12 @@ class TaskSpan:
         pipe.ltrim(log, -1000, -1)
 
 
-def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None) -> None:
+def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
     """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
     processed up to (what a drain waits on; with a window, where the next batch starts),
     the task's span, batched."""
     pipe = g.r.pipeline(transaction=False)
-    if span is not None:
-        span.record(pipe, g.keys, g.operator)
+    span.record(pipe, g.keys, g.operator)
     done = {str(r.replica): r.next_offset for r in results if r.next_offset > r.start}
     if done:  # one task per partition per batch, batches in order: a plain HSET
         pipe.hset(g.keys.committed(g.operator), mapping=done)

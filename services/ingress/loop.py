@@ -120,9 +120,8 @@ class Ingress:
         self.input_topics = list(self.source.topics) or [settings.topics.ingress]
         self.consumer.subscribe(self.input_topics)
         self._last_refresh = self._last_check = 0.0
-        # monotonic time of the last commit; none yet, so the first read commits at once
-        # (0.0 held it back on a machine up for less than the interval: a monotonic clock
-        # starts near boot)
+        # monotonic time of the last commit: none yet, so the first read commits at once
+        # (a monotonic clock starts near boot, so 0.0 is not "long ago")
         self._committed_at = float("-inf")
         self._uncommitted = False  # records delivered since it
         self.counts_seen = CountWatch(self.r, self.keys)
