@@ -1,7 +1,7 @@
 """Control out of sample: predictor selection against the best predictor in hindsight, and
 a PA-SPS configuration against DS2 and AUTOSCALE, in the simulator, on a varied trace set.
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_control.py [--group selection|dominance]
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_control.py [--group selection|dominance|bound]
      [--traces a,b] [--td 1,5] [--jobs 2] [--json]
 
 The set: the real traces beside the project (``../shared/traces/``: the PA-SPS twitter,
@@ -19,6 +19,13 @@ single predictor's. Targets: regret ≤ 2 % of |best| and reconfigurations ≤ t
 ``dominance``: the recommended PA-SPS configuration beside DS2 and AUTOSCALE; per case
 saved resources, mean latency and reconfigurations. Target: saved ≥ both, latency ≤ both,
 reconfigurations < DS2's. Deterministic: the same figures on any machine.
+
+``bound``: what Eq. 2 at a uniform utilisation target can reach at best: PA-SPS handed the
+next interval's true input as its forecast (``Foresight``, perfect prediction) at U = 0.50,
+0.55, ..., 1.00, with and without the calm stabiliser, beside DS2 and AUTOSCALE. Per case
+the configurations that dominate both (saved ≥, latency ≤) and those that also
+reconfigure less than DS2. A case no configuration dominates is out of reach for every
+predictor at any of those U: the dominance target's bound, not a predictor's shortfall.
 """
 
 from __future__ import annotations
@@ -27,16 +34,18 @@ import argparse
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
 from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
 from shared.control import scoring
+from shared.control.predictors import Predictor
 from shared.control.stabilise import split_spec
 from shared.model import topology, traces
 from shared.policies import make_policy
+from shared.policies.pa_sps import PASPS
 from shared.simulation.simulator import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -54,6 +63,34 @@ SINGLES = ("pa-sps:basic", "pa-sps:lr", "pa-sps:fft", "pa-sps:ann", "pa-sps:rf")
 SELECTION = ("pa-sps:auto", *SINGLES)
 RECOMMENDED = "pa-sps:basic@0.7+calm"  # the services' defaults (shared.settings)
 DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
+FORESIGHT_U = tuple(round(0.5 + 0.05 * i, 2) for i in range(11))
+BOUND = (
+    "ds2",
+    "autoscale",
+    *(f"foresight@{u:.2f}{calm}" for u in FORESIGHT_U for calm in ("", "+calm")),
+)
+
+
+class Foresight(Predictor):
+    """Forecasts exactly what the next interval brings (it is handed the whole series): a
+    bound for every predictor, not a predictor."""
+
+    name = "foresight"
+
+    def __init__(self, arrivals: Iterable[float]) -> None:
+        super().__init__()
+        self.series = [float(x) for x in arrivals]
+        self.seen = 0
+
+    def observe(self, value: float) -> None:
+        super().observe(value)
+        self.seen += 1
+
+    def predict(self) -> float:  # after interval k-1 is observed: interval k's true input
+        return self.series[min(self.seen, len(self.series) - 1)]
+
+    def _forecast(self, y: object) -> float:  # predict() is overridden: never called
+        raise NotImplementedError
 
 
 def trace_paths(names: Sequence[str] | None) -> list[str]:
@@ -67,8 +104,12 @@ def run_one(job: tuple[str, float, str]) -> dict[str, Any]:
     topo = topology.load("twitter")
     arrivals = traces.load(trace).per_interval(td)
     name, preset = split_spec(spec)
-    fits = {"retrain_every": max(1, math.ceil(len(arrivals) / MAX_FITS))}
-    policy = make_policy(name, topo, **fits)
+    if name.startswith("foresight@"):
+        u = float(name.partition("@")[2])
+        policy: Any = PASPS(topo, Foresight(arrivals), target_utilisation=u, name=name)
+    else:
+        fits = {"retrain_every": max(1, math.ceil(len(arrivals) / MAX_FITS))}
+        policy = make_policy(name, topo, **fits)
     m = simulate(topo, arrivals, policy, td, stabilisation=preset).metrics
     return {
         "trace": Path(trace).stem,
@@ -113,26 +154,40 @@ def dominance_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def bound_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {r["policy"]: r for r in rows}
+    ds2, autoscale = by["ds2"], by["autoscale"]
+    both = [
+        r["policy"]
+        for r in rows
+        if r["policy"].startswith("foresight")
+        and r["saved_resources"] >= max(ds2["saved_resources"], autoscale["saved_resources"])
+        and r["latency_ms"] <= min(ds2["latency_ms"], autoscale["latency_ms"])
+    ]
+    fewer = [p for p in both if by[p]["reconfigurations"] < ds2["reconfigurations"]]
+    return {"dominate_both": both, "and_fewer_reconf": fewer}
+
+
+SUMMARIES = {"selection": selection_summary, "dominance": dominance_summary, "bound": bound_summary}
+GROUPS = {"selection": SELECTION, "dominance": DOMINANCE, "bound": BOUND}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--group", choices=("selection", "dominance"), default="selection")
+    ap.add_argument("--group", choices=tuple(GROUPS), default="selection")
     ap.add_argument("--traces", help="comma-separated trace names (default: the whole set)")
     ap.add_argument("--td", default="1,5", help="comma-separated interval lengths (s)")
     ap.add_argument("--policies", help="override the group's policies")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    specs = (
-        args.policies.split(",")
-        if args.policies
-        else (SELECTION if args.group == "selection" else DOMINANCE)
-    )
+    specs = args.policies.split(",") if args.policies else list(GROUPS[args.group])
     names = args.traces.split(",") if args.traces else None
     cases = [(t, float(td)) for t in trace_paths(names) for td in args.td.split(",")]
     jobs = [(t, td, s) for t, td in cases for s in specs]
     with Pool(args.jobs) as pool:
         rows = pool.map(run_one, jobs, chunksize=1)
-    summarise = selection_summary if args.group == "selection" else dominance_summary
+    summarise = SUMMARIES[args.group]
     out = []
     for t, td in cases:
         case = [r for r in rows if r["trace"] == Path(t).stem and r["td"] == td]

@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 import redis
@@ -29,45 +27,6 @@ from shared.io import embedded
 from shared.io.knowledge_base import Keys
 
 CHAIN_TAG = "hops"
-
-
-# What each process is, from its command line (first match wins).
-ROLES = (
-    ("kafka.Kafka", "broker"),
-    ("redis-server", "redis"),
-    ("services.ingress", "ingress"),
-    ("pyspark.daemon", "spark python workers"),
-    ("org.apache.spark", "spark driver JVM"),
-    ("services.dataplane", "dataplane driver (Python)"),
-)
-
-
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds (user + system) so far of this benchmark's processes and their
-    descendants (the broker, redis-server, the services, Spark's JVM and workers), by role
-    (``ROLES``; this process, the producer and the collectors, is "bench")."""
-    tick = os.sysconf("SC_CLK_TCK")
-    me = os.getpid()
-    procs: dict[int, tuple[int, float, str]] = {}  # pid -> (parent, cpu seconds, cmdline)
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        procs[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
-    out: dict[str, float] = {}
-    for pid, (_, cpu, cmd) in procs.items():
-        up = pid
-        while up not in (me, 0, 1) and up in procs:  # ours: descended from this process
-            up = procs[up][0]
-        if up != me:
-            continue
-        role = "bench" if pid == me else next((r for n, r in ROLES if n in cmd), "other")
-        out[role] = out.get(role, 0.0) + cpu
-    return out
 
 
 def percentiles(ms: np.ndarray) -> dict[str, float]:
@@ -127,10 +86,10 @@ def one_run(
         peers.send_all(producer, pipe, out, 0, 500)  # workers up, groups joined
         peers.warm(producer, pipe, out, rate, warm_s)  # the JVMs' hot paths compiled
         events = list(peers.tweets(20_000_000, int(rate * seconds)))
-        cpu0, t0 = cpu_seconds(), time.monotonic()
+        cpu0, t0 = peers.cpu_seconds(), time.monotonic()
         sent = peers.feed(producer, pipe.src, events, rate)
         out.wait_for(list(sent), pipe, 600)
-        cpu1, wall = cpu_seconds(), time.monotonic() - t0
+        cpu1, wall = peers.cpu_seconds(), time.monotonic() - t0
         ids = [i for i in sent if i in mid.seen]
         return {
             "rate": rate,

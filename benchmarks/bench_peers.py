@@ -26,7 +26,10 @@ events/s end to end at saturation (``--events`` produced at once, from the first
 produce to the last output seen on the sink's topic), then p50/p99 end-to-end latency
 (sink's topic read − produce time, per event) with the input paced at 50 % of that run's
 saturation rate for ``--seconds`` (``--rate R``: every peer at R events/s instead, to
-compare latencies at one load). Printed: min/median/max per peer; ``--json``: the rows.
+compare latencies at one load), and the CPU every process of the run spent per paced
+event (``cpu_ms_per_event``; the broker and redis-server included, since a peer that
+makes more hops makes the broker work more; by role in the rows). Printed:
+min/median/max per peer; ``--json``: the rows.
 """
 
 from __future__ import annotations
@@ -65,6 +68,47 @@ EXAMPLE = ROOT / "examples" / "twitter"
 OPS = ("parse", "classify_content", "classify_author", "store")
 PARTITIONS = 2
 REPLICAS = 2
+
+
+# What each process is, from its command line (first match wins).
+ROLES = (
+    ("kafka.Kafka", "broker"),
+    ("redis-server", "redis"),
+    ("services.ingress", "ingress"),
+    ("pyspark.daemon", "spark python workers"),
+    ("org.apache.spark", "spark driver JVM"),
+    ("services.dataplane", "dataplane driver (Python)"),
+    ("quix_app.py", "quix-streams"),
+    ("plain_loop.py", "plain-kafka"),
+)
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) so far of this benchmark's processes and their
+    descendants (the broker, redis-server, the services, Spark's JVM and workers), by role
+    (``ROLES``; this process, the producer and the collectors, is "bench")."""
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    procs: dict[int, tuple[int, float, str]] = {}  # pid -> (parent, cpu seconds, cmdline)
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        procs[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+    out: dict[str, float] = {}
+    for pid, (_, cpu, cmd) in procs.items():
+        up = pid
+        while up not in (me, 0, 1) and up in procs:  # ours: descended from this process
+            up = procs[up][0]
+        if up != me:
+            continue
+        role = "bench" if pid == me else next((r for n, r in ROLES if n in cmd), "other")
+        out[role] = out.get(role, 0.0) + cpu
+    return out
 
 
 @dataclass
@@ -289,8 +333,10 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
         eps = args.events / (last - t0)
         rate = args.rate or eps / 2  # the same for every peer with --rate
         paced = list(tweets(20_000_000, int(rate * args.seconds)))
+        cpu0 = cpu_seconds()
         sent = feed(producer, pipe.src, paced, rate)
         collector.wait_for(list(sent), pipe, 600)
+        used = {k: v - cpu0.get(k, 0.0) for k, v in cpu_seconds().items()}
         lat = np.array([collector.seen[i] - t for i, t in sent.items()]) * 1000
         return {
             "peer": peer,
@@ -298,6 +344,12 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
             "p50_ms": round(float(np.percentile(lat, 50)), 1),
             "p99_ms": round(float(np.percentile(lat, 99)), 1),
             "at_events_per_s": round(rate),
+            # CPU the whole machine's share of this run spent per paced event (the broker,
+            # redis-server, the peer's processes; "bench" is the feed and the collector)
+            "cpu_ms_per_event": round(1000 * sum(used.values()) / len(paced), 4),
+            "cpu_ms_per_event_by_role": {
+                k: round(1000 * v / len(paced), 4) for k, v in sorted(used.items())
+            },
         }
     finally:
         collector.halt.set()
@@ -310,7 +362,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for peer in dict.fromkeys(r["peer"] for r in rows):
         mine = [r for r in rows if r["peer"] == peer]
         row: dict[str, Any] = {"peer": peer, "runs": len(mine)}
-        for key in ("events_per_s", "p50_ms", "p99_ms"):
+        for key in ("events_per_s", "p50_ms", "p99_ms", "cpu_ms_per_event"):
             vals = [r[key] for r in mine]
             row[key] = {"min": min(vals), "median": statistics.median(vals), "max": max(vals)}
         out.append(row)
