@@ -31,8 +31,9 @@ class OperatorLoadError(RuntimeError):
 
 class Context:
     """What an operator may use: its name, the current event's id, a Redis client for
-    reads and ``writes`` (a pipeline the replica executes once per micro-batch: a sink's
-    per-event round trip cost 107 of a task's 124 ms), and the run's key ``prefix``."""
+    reads and ``writes`` (a pipeline the replica sends every few hundred writes or 0.1 s
+    and at the end of its micro-batch: a sink's per-event round trip cost 107 of a task's
+    124 ms), and the run's key ``prefix``."""
 
     def __init__(
         self, operator: str, redis: Any = None, prefix: str = "sps", writes: Any = None

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from services.dataplane.replica import Occupancy
+from services.dataplane.replica import Occupancy, writes_due
 from services.dataplane.slots import (
     Slot,
     max_events_per_slot,
@@ -116,3 +116,10 @@ def test_an_event_arriving_at_an_idle_replica_owes_nothing_for_the_gap():
     assert clock.free_at == 100.0
     clock.arrive(105.0)  # arrived after the replica went idle: it starts then
     assert clock.free_at == 105.0
+
+
+def test_an_operators_writes_go_out_every_500_or_every_tenth_of_a_second():
+    assert not writes_due(499, 0.05)
+    assert writes_due(500, 0.0)
+    assert writes_due(1, 0.1)
+    assert not writes_due(0, 5.0)  # nothing stacked: no round trip

@@ -71,8 +71,8 @@ def classify_author(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
 
 
 def store(t: Any, ctx: Any) -> list[tuple[str | None, Any]]:
-    """Counts per (topic, author class) in Redis (``ctx.writes``: one round trip per
-    micro-batch), and the classified tweet as the sink's output."""
+    """Counts per (topic, author class) in Redis (``ctx.writes``: batched, one round trip
+    per few hundred events), and the classified tweet as the sink's output."""
     if ctx.writes is not None:
         ctx.writes.hincrby(
             f"{ctx.prefix}:app:twitter:counts", f"{t['topic']}:{t['author_class']}", 1
