@@ -44,7 +44,7 @@ from shared.control import scoring
 from shared.control.predictors import Predictor
 from shared.control.stabilise import split_spec
 from shared.model import topology, traces
-from shared.policies import make_policy
+from shared.policies import Policy, make_policy
 from shared.policies.pa_sps import PASPS
 from shared.simulation.simulator import simulate
 
@@ -106,7 +106,7 @@ def run_one(job: tuple[str, float, str]) -> dict[str, Any]:
     name, preset = split_spec(spec)
     if name.startswith("foresight@"):
         u = float(name.partition("@")[2])
-        policy: Any = PASPS(topo, Foresight(arrivals), target_utilisation=u, name=name)
+        policy: Policy = PASPS(topo, Foresight(arrivals), target_utilisation=u, name=name)
     else:
         fits = {"retrain_every": max(1, math.ceil(len(arrivals) / MAX_FITS))}
         policy = make_policy(name, topo, **fits)
