@@ -31,10 +31,14 @@ RUN python3 -m venv /opt/venv \
 COPY README.md ./
 COPY shared ./shared
 COPY services ./services
-# the example user projects: the built-in twitter topologies name sps_twitter's functions
+# the example user projects: the built-in twitter, log and advertising topologies name
+# their functions
 COPY examples/twitter ./examples/twitter
 COPY examples/sentiment ./examples/sentiment
-RUN pip install --no-cache-dir --no-deps . ./examples/twitter ./examples/sentiment
+COPY examples/log ./examples/log
+COPY examples/advertising ./examples/advertising
+RUN pip install --no-cache-dir --no-deps . ./examples/twitter ./examples/sentiment \
+    ./examples/log ./examples/advertising
 
 # A non-root user owning what it writes: the working directory (faust keeps its data
 # directory there: owned by root, monitor, analyze, plan and execute crash-looped with

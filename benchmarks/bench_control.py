@@ -12,7 +12,7 @@ Nothing in the policies was fitted to these traces: the selector's and the headr
 constants come from their own definitions (``shared.control.selection``, ``shared.control.plan``).
 
 ``selection``: ``pa-sps:auto`` and the five single predictors; per case the score
-(``shared.control.scoring``), the regret of auto against the best single predictor in hindsight
+(``shared.simulation.scoring``), the regret of auto against the best single predictor in hindsight
 (best − auto, and as a share of |best|) and auto's reconfigurations against the median
 single predictor's. Targets: regret ≤ 2 % of |best| and reconfigurations ≤ the median.
 
@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
-from shared.control import scoring
 from shared.control.predictors import Predictor
 from shared.control.stabilise import split_spec
 from shared.model import topology, traces
 from shared.policies import Policy, make_policy
 from shared.policies.pa_sps import PASPS
+from shared.simulation import scoring
 from shared.simulation.simulator import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"

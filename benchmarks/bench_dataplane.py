@@ -27,7 +27,7 @@ from services.execute.core import Executor
 from shared.contracts.plan import PlanRecord
 from shared.io import embedded, id_ledger
 from shared.io.envelope import Envelope
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.tracked_producer import TrackedProducer
 from shared.model import topology
 from tests.support.processes import ServiceProcess
@@ -58,7 +58,7 @@ def run_once(
     # its own process group: stop() takes Spark's JVM and workers along
     proc = ServiceProcess("dataplane", env).start()
     try:
-        while not r.exists(f"{tag}:dp:runs"):
+        while not KnowledgeBase(r, tag).runs():
             if not proc.alive():
                 raise RuntimeError(proc.log.read_text()[-3000:])
             time.sleep(0.2)
@@ -116,7 +116,7 @@ def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[s
     effect, batch = [], []
     try:
         for k, target in enumerate((1, 2, 1, 2, 1)):
-            before = r.llen(f"{keys.prefix}:dp:classify_content:batches")
+            before = KnowledgeBase(r, keys).batch_count("classify_content")
             t_set = time.time()
             targets = dict.fromkeys(ex.topology.names, START_REPLICAS)
             targets["classify_content"] = target
@@ -153,10 +153,7 @@ def _wait_effect(r: Any, keys: Keys) -> float:
 def _wait_batch(r: Any, keys: Keys, before: int, target: int, t_set: float) -> float:
     deadline = time.monotonic() + RESIZE_WAIT_S
     while time.monotonic() < deadline:
-        new = [
-            json.loads(b)
-            for b in r.lrange(f"{keys.prefix}:dp:classify_content:batches", before, -1)
-        ]
+        new = KnowledgeBase(r, keys).batches("classify_content", before)
         hit = next((b for b in new if b["active"] == target and b["at"] >= t_set), None)
         if hit:
             return float(hit["at"])

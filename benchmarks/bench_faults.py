@@ -37,7 +37,7 @@ import numpy as np
 from confluent_kafka import Producer
 
 from services.ensemble import demo
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.tracked_producer import TrackedProducer
 from shared.model.topology import Topology
 from shared.settings import ServiceSettings
@@ -77,7 +77,7 @@ def send_malformed(ens: Any, stop: threading.Event, log: dict) -> int:
     tracked = TrackedProducer(ens.bootstrap, r, keys)
     sent, seen = 0, 0.0
     while not stop.wait(1.0):
-        admitted = float(r.hget(f"{keys.prefix}:ingress:counts", "received") or 0)
+        admitted = float(KnowledgeBase(r, keys).ingress_counts().get("received", 0))
         owed = int((admitted - seen) * 0.01)
         if owed <= 0:
             continue

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 
 from benchmarks import bench_peers as peers
 from shared.io import embedded
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 
 CHAIN_TAG = "hops"
 
@@ -43,10 +43,9 @@ def batch_cadence(redis_url: str, tag: str, chain: str, since: float) -> dict[st
     the next planning (``after_s``: Spark ends the batch, commits, triggers the next).
     During ``launch_s`` and ``after_s`` no task reads: what arrives then waits."""
     r = redis.Redis.from_url(redis_url)
-    log = f"{Keys(tag).prefix}:dp:{chain}"
-    plans = [json.loads(x) for x in r.lrange(f"{log}:batches", 0, -1)]
-    plans = [p for p in plans if p["at"] >= since]
-    spans = sorted(tuple(map(float, x.split())) for x in r.lrange(f"{log}:tasks", 0, -1))
+    kb = KnowledgeBase(r, tag)
+    plans = [p for p in kb.batches(chain) if p["at"] >= since]
+    spans = sorted(kb.tasks(chain))
     if len(plans) < 2:
         return {}
     ats = [p["at"] for p in plans]

@@ -16,7 +16,7 @@ from sps_twitter import operators as twitter
 
 from shared.io import embedded
 from shared.io.connections import kafka_config
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.las.redis_store import SketchPublisher
 from shared.las.sketch import Hashes, SketchPair, key_to_int
 from tests.support.processes import ServiceProcess
@@ -53,7 +53,7 @@ def main() -> None:
         try:
             first = None
             while True:
-                got = int(r.hget("sps:ingress:counts", "received") or 0)
+                got = KnowledgeBase(r).ingress_counts().get("received", 0)
                 if got and first is None:
                     first = (time.time(), got)
                 if got >= args.events:
@@ -61,7 +61,7 @@ def main() -> None:
                 time.sleep(0.05)
             assert first is not None
             elapsed = time.time() - first[0]
-            counts = {k.decode(): int(v) for k, v in r.hgetall("sps:ingress:counts").items()}
+            counts = KnowledgeBase(r).ingress_counts()
         finally:
             proc.stop(timeout=30)
     rate = (args.events - first[1]) / elapsed

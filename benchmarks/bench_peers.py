@@ -58,7 +58,7 @@ from sps_twitter import operators as twitter
 from shared.io import embedded
 from shared.io.kafka_admin import ensure_topics
 from shared.io.kafka_io import take_ready
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.model import topology
 from tests.support.processes import ServiceProcess
 
@@ -213,7 +213,7 @@ def elastic_sps(
     dataplane = ServiceProcess("dataplane", {**common, "SPS_FIXED_REPLICAS": str(REPLICAS)})
     pipe.procs.append(dataplane.start())
     deadline = time.monotonic() + 240
-    while not r.exists(f"{tag}:dp:runs"):
+    while not KnowledgeBase(r, tag).runs():
         if not dataplane.alive() or time.monotonic() > deadline:
             raise RuntimeError(dataplane.log.read_text()[-3000:])
         time.sleep(0.3)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from benchmarks.bench_simulator import day_trace
-from shared.model.topology import generated_dag
+from shared.model.synthetic import generated_dag
 from shared.policies import make_policy
 from shared.simulation.simulator import simulate
 

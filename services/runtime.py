@@ -170,14 +170,13 @@ class ServiceApp:
         raw = (
             event.value if isinstance(event.value, bytes | bytearray) else str(event.value).encode()
         )
-        rec = DeadLetter(
-            service=self.name,
-            topic=msg.topic,
+        rec = DeadLetter.of(
+            self.name,
+            msg.topic,
+            bytes(raw),
+            reason,
             partition=msg.partition,
             offset=msg.offset,
-            reason=reason,
-            payload=bytes(raw[:2000]).decode("utf-8", "replace"),
-            at=time.time(),
         )
         await self.deadletter_topic.send(key=self.name.encode(), value=encode(rec))
         self.metrics.deadlettered.labels(msg.topic).inc()

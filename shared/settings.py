@@ -7,15 +7,24 @@ A bad value stops the service at start with a message naming the variable
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Literal, NoReturn, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.control.stabilise import DEFAULT_STABILISER, PRESETS, Stabilisation
+from shared.control.stabilise import (
+    DEFAULT_STABILISER,
+    PRESETS,
+    RULE_HELP,
+    Stabilisation,
+    build_rules,
+)
+from shared.io.local_settings import LocalSettings, described
 from shared.io.topics import Topics
+
+_f = described
+__all__ = ["LocalSettings"]  # what every process reads, declared beside the clients
 
 # What the services run when a user sets nothing (SPS_POLICY, SPS_PREDICTOR): the Basic
 # forecast sized at 70 % utilisation, with the calm stabiliser (shared.control.stabilise) on top.
@@ -25,40 +34,6 @@ from shared.io.topics import Topics
 # own default (``make_policy("pa-sps")``) stays the paper's LR.
 DEFAULT_POLICY = "pa-sps"
 DEFAULT_PREDICTOR = "basic@0.7"
-
-
-def _f(default: Any, description: str, **constraints: Any) -> Any:
-    """A field with its description (the README's settings table is generated from it)."""
-    return Field(default=default, description=description, **constraints)
-
-
-class LocalSettings(BaseSettings):
-    """What every process on this machine reads, services, command line and tests alike."""
-
-    model_config = SettingsConfigDict(env_prefix="SPS_", extra="ignore")
-
-    log_level: str = _f("INFO", "Python logging level of every process (DEBUG, INFO, ...).")
-    embedded_broker: Literal["kafka", "tansu"] = _f(
-        "kafka", "The broker `up`, `demo` and the tests start when none is given: Apache Kafka."
-    )
-    kafka_home: str | None = _f(
-        None, "Apache Kafka's unpacked distribution (default: ~/.cache/elastic-sps/kafka-*)."
-    )
-    trace_dir: str | None = Field(
-        default=None,
-        validation_alias="ELASTIC_SPS_TRACE_DIR",
-        description="A folder of trace CSVs that trace names are also looked up in.",
-    )
-    external_kafka: str | None = Field(
-        default=None,
-        validation_alias="KAFKA_BOOTSTRAP_SERVERS",
-        description="`up`, `demo` and the tests use this broker instead of starting one.",
-    )
-    external_redis: str | None = Field(
-        default=None,
-        validation_alias="REDIS_URL",
-        description="`up`, `demo` and the tests use this Redis instead of starting one.",
-    )
 
 
 class ServiceSettings(BaseSettings):
@@ -109,6 +84,14 @@ class ServiceSettings(BaseSettings):
         "upstream produces meanwhile (0: its planned offsets only).",
         ge=0,
     )
+    latency_goal_ms: float | None = _f(
+        None,
+        "The one latency goal (analyze, plan, ingress): each operator gets at least the "
+        "replicas that clear its backlog within it, LAS sheds only when even the pools "
+        "cannot (LAS's τ unless tau_ms is set), pa-sps:bandit's reward is normalised "
+        "against it.",
+        gt=0,
+    )
     cores: int | None = _f(
         None,
         "Cores CPU-bound replicas run on: a Spark task each up to this many, and the plan "
@@ -148,12 +131,6 @@ class AnalyzeSettings(ServiceSettings):
         "pa-sps's forecast: basic, lr, fft, ann, rf, auto (the recently most accurate), "
         "bandit (UCB); PREDICTOR@U sizes replicas at utilisation U.",
     )
-    latency_goal_ms: float | None = _f(
-        None,
-        "The one latency goal: the plan scales for it, LAS sheds only when scaling cannot "
-        "meet it, pa-sps:bandit's reward is normalised against it.",
-        gt=0,
-    )
 
 
 class PlanSettings(ServiceSettings):
@@ -162,34 +139,16 @@ class PlanSettings(ServiceSettings):
         DEFAULT_STABILISER,
         f"Stabiliser preset ({', '.join(PRESETS)}); the single rules below go over it.",
     )
-    scale_down_window_s: float | None = _f(
-        None, "Scale in only to the highest count asked for in this window (s).", ge=0
-    )
-    max_step: int | None = _f(None, "Most replicas changed per operator per plan.", ge=1)
-    scale_down_margin: float | None = _f(
-        None, "Scale in only as far as the raw need plus this many replicas.", ge=0
-    )
-    hold_on_backlog: bool | None = _f(
-        None, "No scale-in below what clears the queue within one interval."
-    )
-    scale_up_tolerance: float | None = _f(
-        None, "A raw need at most this many replicas above the count does not scale out.", ge=0
-    )
-    scale_up_tolerance_ratio: float | None = _f(
-        None, "The same, as a fraction of the count (the larger holds).", ge=0
-    )
+    scale_down_window_s: float | None = _f(None, RULE_HELP["scale_down_window_s"], ge=0)
+    max_step: int | None = _f(None, RULE_HELP["max_step"], ge=1)
+    scale_down_margin: float | None = _f(None, RULE_HELP["scale_down_margin"], ge=0)
+    hold_on_backlog: bool | None = _f(None, RULE_HELP["hold_on_backlog"])
+    scale_up_tolerance: float | None = _f(None, RULE_HELP["scale_up_tolerance"], ge=0)
+    scale_up_tolerance_ratio: float | None = _f(None, RULE_HELP["scale_up_tolerance_ratio"], ge=0)
     scale_down_tolerance_ratio: float | None = _f(
-        None, "A scale-in of fewer than this fraction of the count is held.", ge=0, lt=1
+        None, RULE_HELP["scale_down_tolerance_ratio"], ge=0, lt=1
     )
-    follow_falling_need: bool | None = _f(
-        None, "A need that fell through the whole window is followed at its latest ask."
-    )
-    latency_goal_ms: float | None = _f(
-        None,
-        "Each operator gets at least the replicas that clear its backlog within the goal; "
-        "a need beyond the pool marks the plan short (LAS may shed).",
-        gt=0,
-    )
+    follow_falling_need: bool | None = _f(None, RULE_HELP["follow_falling_need"])
 
     @field_validator("stabiliser")
     @classmethod
@@ -199,19 +158,13 @@ class PlanSettings(ServiceSettings):
         return v
 
     def stabilisation(self) -> Stabilisation:
-        """The preset with the rules set here over it; the window in intervals of td."""
-        preset = PRESETS[self.stabiliser]
-        window = (
-            preset.scale_down_window
-            if self.scale_down_window_s is None
-            else math.ceil(self.scale_down_window_s / self.td - 1e-9)
-        )
+        """The preset with the rules set here over it."""
         rules = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(Stabilisation)
-            if f.name != "scale_down_window" and getattr(self, f.name) is not None
+            if f.name != "scale_down_window_intervals"
         }
-        return dataclasses.replace(preset, scale_down_window=window, **rules)
+        return build_rules(PRESETS[self.stabiliser], self.td, self.scale_down_window_s, **rules)
 
 
 class ExecuteSettings(ServiceSettings):
@@ -226,9 +179,6 @@ class ExecuteSettings(ServiceSettings):
 class IngressSettings(ServiceSettings):
     tau_ms: float | None = _f(
         None, "LAS's queuing-latency goal τ (none: the latency goal, or admit all).", gt=0
-    )
-    latency_goal_ms: float | None = _f(
-        None, "The one latency goal: LAS's τ when tau_ms is unset; shed only when short.", gt=0
     )
     las_horizon_s: float = _f(30.0, "LAS's average latency goal spans about this long.", gt=0)
     key_field: str = _f(

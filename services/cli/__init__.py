@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from services.cli import ensemble, simulation
+from services.cli import ensemble, papers, simulation
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     simulation.register(sub)
+    papers.register(sub)
     ensemble.register(sub)
     return parser
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -16,9 +15,10 @@ from prometheus_client import CollectorRegistry
 from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
 from services.dataplane.observe import DataplaneCollector, health
 from services.dataplane.options import CostMode, SourceOptions
+from services.dataplane.slots import tasks_per_operator
 from services.ops_server import serve
 from shared.io.kafka_admin import ensure_topics
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.logs import configure_logging
 from shared.model import topology as topology_mod
 from shared.settings import DataplaneSettings
@@ -30,19 +30,8 @@ def cost_mode(settings: DataplaneSettings) -> CostMode:
     return settings.cost_mode
 
 
-def cores(settings: DataplaneSettings) -> int:
-    """The cores the replicas of CPU-bound operators may use (SPS_CORES, else this
-    machine's: a cluster's executors × cores should be set)."""
-    return settings.cores or os.cpu_count() or 1
-
-
-def tasks_per_operator(settings: DataplaneSettings, op: Any) -> int:
-    """How many Spark tasks (processes) a micro-batch may serve an operator's replica
-    slots in: a CPU-bound operator's replicas need cores, so one task per replica up to
-    the cores; a waiting one's share a task as threads (``slots.py``)."""
-    return (
-        max(settings.tasks_per_query, cores(settings)) if op.cpu_bound else settings.tasks_per_query
-    )
+def tasks_for(settings: DataplaneSettings, op: Any) -> int:
+    return tasks_per_operator(op.cpu_bound, settings.tasks_per_query, settings.cores_or_local())
 
 
 def spark_master(settings: DataplaneSettings, topo: Any) -> str:
@@ -50,7 +39,7 @@ def spark_master(settings: DataplaneSettings, topo: Any) -> str:
     retried up to ``task_max_failures`` times (Spark's ``local[N,F]``)."""
     if settings.spark_master != "auto":
         return settings.spark_master
-    slots = sum(tasks_per_operator(settings, op) for op in topo.operators)
+    slots = sum(tasks_for(settings, op) for op in topo.operators)
     return f"local[{slots},{settings.task_max_failures}]"
 
 
@@ -138,12 +127,6 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
     return topo.with_costs(costs.as_costs(measured))
 
 
-def query_groups(settings: DataplaneSettings, topo: Any) -> list[list[str]]:
-    """One query serving every operator: an event crosses several operators in one
-    micro-batch (one query per operator, tried before, waited a batch per hop)."""
-    return [[op.name for op in topo.operators]]
-
-
 def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
     """The streaming query serving ``ops``; restarted, it resumes from its checkpoint."""
     label = "ops" if len(ops) > 1 else ops[0]
@@ -166,10 +149,9 @@ def start_queries(spark: Any, settings: DataplaneSettings, topo: Any) -> list[An
     from shared.io.redis_client import redis_client
 
     spark.dataSource.register(SpsKafkaSource)
-    queries = [start_query(spark, settings, topo, ops) for ops in query_groups(settings, topo)]
-    r = redis_client(settings.redis_url)
-    prefix = Keys(settings.key_prefix).prefix
-    r.rpush(f"{prefix}:dp:runs", json.dumps({q.name: q.runId for q in queries}))
+    queries = [start_query(spark, settings, topo, list(topo.names))]
+    kb = KnowledgeBase(redis_client(settings.redis_url), settings.key_prefix)
+    kb.record_run({q.name: q.runId for q in queries})
     return queries
 
 
@@ -230,7 +212,6 @@ def log_phases(queries: list[Any], seen: dict[str, int]) -> None:
 def watch(spark: Any, settings: DataplaneSettings, topo: Any, queries: list[Any]) -> None:
     """Until a query stops: restart one that failed transiently, raise on anything else
     (a user's operator that fails too often is named: ``OperatorFailing``)."""
-    groups = query_groups(settings, topo)
     restarts = 0
     logged_at, logged_batch = time.monotonic(), dict[str, int]()
     while True:
@@ -251,7 +232,7 @@ def watch(spark: Any, settings: DataplaneSettings, topo: Any, queries: list[Any]
                     q.name,
                     str(exc).splitlines()[0],
                 )
-                queries[k] = start_query(spark, settings, topo, groups[k])
+                queries[k] = start_query(spark, settings, topo, list(topo.names))
                 continue
             raise RuntimeError(f"query {q.name} failed: {operator_failure(str(exc))}")
 

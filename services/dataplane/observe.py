@@ -22,16 +22,10 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from shared.io import rescale_timeline
-from shared.io.knowledge_base import Keys
-from shared.io.tracked_producer import read_backlog
+from shared.io.knowledge_base import Keys, KnowledgeBase
 
 log = logging.getLogger("sps.dataplane")
 COUNTS = ("processed", "expired", "dead")
-
-
-def counts_key(keys: Keys, operator: str) -> str:
-    """The hash of events each operator processed, expired and dead-lettered."""
-    return f"{keys.prefix}:dp:{operator}:counts"
 
 
 class DataplaneCollector(Collector):
@@ -41,6 +35,7 @@ class DataplaneCollector(Collector):
 
     def __init__(self, r: Any, keys: Keys, topo: Any, queries: Callable[[], list[Any]]) -> None:
         self.r, self.keys, self.topo, self.queries = r, keys, topo, queries
+        self.kb = KnowledgeBase(r, keys)
 
     @staticmethod
     def _operator_families() -> dict[str, Any]:
@@ -88,15 +83,14 @@ class DataplaneCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         fams = self._operator_families()
         for op in self.topo.operators:
-            counts = self.r.hgetall(counts_key(self.keys, op.name))
+            counts = self.kb.counts(op.name)
             for c in COUNTS:
-                fams[c].add_metric([op.name], float(counts.get(c.encode(), 0)))
-            backlog = read_backlog(self.r, self.keys, op.name, op.max_replicas)
+                fams[c].add_metric([op.name], float(counts.get(c, 0)))
+            backlog = self.kb.backlog(op.name, op.max_replicas)
             fams["queue"].add_metric([op.name], sum(backlog))
-            et = self.r.get(self.keys.et_ms(op.name))
-            fams["et"].add_metric([op.name], float(et or op.et_ms))
-            active = self.r.get(self.keys.active(op.name))
-            fams["active"].add_metric([op.name], float(active or op.min_replicas))
+            et = self.kb.et_ms(op.name)
+            fams["et"].add_metric([op.name], et if et is not None else op.et_ms)
+            fams["active"].add_metric([op.name], float(self.kb.active(op)))
         yield from fams.values()
         batch = self._query_families()
         for q in self.queries():

@@ -128,3 +128,10 @@ def max_events_per_slot(cost_mode: str, et_s: float, batch_s: float, hard_cap: i
     if cost_mode in ("wait", "cpu") and et_s > 0:
         return max(1, min(hard_cap, int(batch_s / et_s)))
     return hard_cap
+
+
+def tasks_per_operator(cpu_bound: bool, tasks_per_query: int, cores: int) -> int:
+    """How many Spark tasks (processes) a micro-batch may serve an operator's replica
+    slots in: a CPU-bound operator's replicas need cores, so one task per replica up to
+    the cores; a waiting one's share ``tasks_per_query`` tasks as threads."""
+    return max(tasks_per_query, cores) if cpu_bound else tasks_per_query

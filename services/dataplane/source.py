@@ -11,7 +11,6 @@ Spark pickles the reader to its Python workers, so clients are opened lazily, ne
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -27,6 +26,7 @@ from services.dataplane.slots import (
     plan_slots,
     planned_occupancy,
     serve_seconds,
+    tasks_per_operator,
 )
 
 # A pseudo-source in the offsets whose only change is the first batch: Spark starts the
@@ -36,9 +36,6 @@ from services.dataplane.slots import (
 # healthy only after it (observe.health), so the ensemble's replay starts on warm workers.
 # An RDD job cannot do it: streaming tasks do not reuse the workers of an RDD job.
 WARM = "@warm"
-
-
-SCHEMA = SLOT_ROW_SCHEMA
 
 
 class SlotGroup(InputPartition):
@@ -64,7 +61,7 @@ class SpsKafkaSource(DataSource):
         return "sps_kafka"
 
     def schema(self) -> str:
-        return SCHEMA
+        return SLOT_ROW_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return OperatorReader(SourceOptions.from_spark(dict(self.options)))
@@ -101,12 +98,15 @@ class OperatorReader(DataSourceStreamReader):
 
         return Keys(self.o.prefix)
 
+    def _kb(self) -> Any:
+        from shared.io.knowledge_base import KnowledgeBase
+
+        return KnowledgeBase(self._redis(), self._keys())
+
     def _tasks(self, op: str) -> int:
-        """A CPU-bound operator's replicas each get a task (a process: its own core) up
-        to the cores; a waiting operator's share ``tasks_per_query`` tasks as threads."""
-        if self._topology()[op].cpu_bound:
-            return max(self.tasks_per_query, self.o.cores)
-        return self.tasks_per_query
+        return tasks_per_operator(
+            self._topology()[op].cpu_bound, self.tasks_per_query, self.o.cores
+        )
 
     def _pool(self, op: str) -> int:
         return int(self._topology()[op].max_replicas)
@@ -114,33 +114,16 @@ class OperatorReader(DataSourceStreamReader):
     def _active(self) -> dict[str, int]:
         if self.o.fixed_replicas:  # the benchmark's hard-coded baseline
             return dict.fromkeys(self.operators, self.o.fixed_replicas)
-        values = self._redis().mget([self._keys().active(op) for op in self.operators])
-        from shared.io.rescale_timeline import active_count
-
         topo = self._topology()
-        return {
-            name: active_count(v, topo[name].min_replicas, topo[name].max_replicas)
-            for name, v in zip(self.operators, values, strict=True)
-        }
+        return self._kb().actives(topo[op] for op in self.operators)
 
     def _ends(self) -> dict[str, list[int]]:
         """Each operator's partition ends, from the registry or the broker (a setting)."""
         if self.o.partition_ends == "watermarks":
             return self._watermark_ends()
-        from shared.io.tracked_producer import ends_key
-
         keys = self._keys()
-        pipe = self._redis().pipeline(transaction=False)
-        for op in self.operators:
-            pipe.hgetall(ends_key(keys, keys.topic(op)))
-        out = {}
-        for op, raw in zip(self.operators, pipe.execute(), strict=True):
-            ends = [0] * self._pool(op)
-            for k, v in raw.items():
-                if int(k) < len(ends):
-                    ends[int(k)] = int(v)
-            out[op] = ends
-        return out
+        ends = self._kb().ends_many({keys.topic(op): self._pool(op) for op in self.operators})
+        return {op: ends[keys.topic(op)] for op in self.operators}
 
     def _watermark_ends(self) -> dict[str, list[int]]:
         from shared.io.kafka_io import end_offsets
@@ -159,13 +142,8 @@ class OperatorReader(DataSourceStreamReader):
         """How far each partition was processed (``replica.publish``): with a window,
         tasks read past their planned range, and with async progress tracking a restart
         resumes from an older checkpoint, so Spark's offsets are only a lower bound."""
-        pipe = self._redis().pipeline(transaction=False)
-        for op in self.operators:
-            pipe.hgetall(self._keys().committed(op))
-        return {
-            op: {str(int(k)): int(v) for k, v in raw.items()}
-            for op, raw in zip(self.operators, pipe.execute(), strict=True)
-        }
+        done = self._kb().committed(self.operators)
+        return {op: {str(j): v for j, v in done[op].items()} for op in self.operators}
 
     def initialOffset(self) -> dict:
         start = {op: {str(j): 0 for j in range(self._pool(op))} for op in self.operators}
@@ -218,13 +196,13 @@ class OperatorReader(DataSourceStreamReader):
         }
         serve_s = self._serve_seconds(planned)
         tasks: list[InputPartition] = []
+        kb = self._kb()
         pipe = self._redis().pipeline(transaction=False)
         for op, slots in planned.items():
             groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
                 groups = [g for g in groups if g]
             tasks.extend(SlotGroup(op, g, active[op], serve_s) for g in groups)
-            log = f"{self._keys().prefix}:dp:{op}:batches"
             entry = {
                 "active": active[op],
                 "slots": [s.replica for s in slots if not (s.drain or s.standby)],
@@ -234,8 +212,7 @@ class OperatorReader(DataSourceStreamReader):
                 "serve_s": round(serve_s, 3),
                 "at": time.time(),
             }
-            pipe.rpush(log, json.dumps(entry))
-            pipe.ltrim(log, -1000, -1)
+            kb.log_batch(pipe, op, entry)
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
 

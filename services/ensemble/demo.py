@@ -20,7 +20,7 @@ from services.ensemble.supervisor import measured_topology, up
 from shared.control.stabilise import Stabilisation
 from shared.io import id_ledger, rescale_timeline
 from shared.io.kafka_io import read_topic
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.redis_client import redis_client
 from shared.model import topology as topology_mod
 from shared.model import traces
@@ -217,13 +217,13 @@ def _collect(ens: Any, topo: topology_mod.Topology, run_dir: Path, tracked: bool
     topics = ServiceSettings().topics
     r = redis_client(ens.redis_url)
     prefix = ens.env["SPS_KEY_PREFIX"]
-    raw = r.hgetall(f"{prefix}:ingress:counts")
+    ingress = KnowledgeBase(r, prefix).ingress_counts()
     stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
     deadletter = run_dir / "deadletter.jsonl"
     dead_rows = read_topic(ens.bootstrap, topics.deadletter, max_s=30)
     deadletter.write_text("".join(json.dumps(row) + "\n" for row in dead_rows))
     return Collected(
-        counts={(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in raw.items()},
+        counts={k: float(v) for k, v in ingress.items()},
         metrics=read_topic(ens.bootstrap, topics.metrics, max_s=60),
         stats=stats,
         analysis=read_topic(ens.bootstrap, topics.analysis, max_s=30),
@@ -285,7 +285,7 @@ def _simulated(
 ) -> dict[str, Any]:
     """What the simulator says the policy run and the static baselines would have done."""
     from services.ensemble.forecast import Scenario, simulated
-    from shared.simulation.engine import LIVE_ENGINE
+    from shared.model.engine import LIVE_ENGINE
 
     sc = Scenario(topology, trace_name, duration, peak)
     spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"
@@ -337,9 +337,7 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
     """Wait until the ingress has taken everything and every operator's query has
     committed up to the partition ends the producers recorded, or time out. Event-driven:
     a slow machine only takes longer, it does not end the drain early."""
-    from shared.io.tracked_producer import read_ends
-
-    keys = Keys(prefix)
+    kb = KnowledgeBase(r, prefix)
     deadline = time.monotonic() + drain_s
     stable = 0
     last = None
@@ -347,10 +345,8 @@ def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) 
         tick()
         behind = 0
         for op in topo.operators:
-            ends = read_ends(r, keys, keys.topic(op.name), op.max_replicas)
-            done = r.hgetall(keys.committed(op.name))
-            behind += sum(max(0, e - int(done.get(str(j).encode(), 0))) for j, e in enumerate(ends))
-        received = r.hget(f"{prefix}:ingress:counts", "received")
+            behind += sum(kb.backlog(op.name, op.max_replicas))
+        received = kb.ingress_counts().get("received")
         stable = stable + 1 if behind == 0 and received == last else 0
         last = received
         if stable >= 4:  # 2 s with the ingress idle and every query caught up

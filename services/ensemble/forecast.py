@@ -1,5 +1,5 @@
 """The simulator's forecast of a live run: the same trace, topology, peak and arrivals the
-demo replays, simulated with the live engine's calibration (``shared.simulation.engine``). Used by
+demo replays, simulated with the live engine's calibration (``shared.model.engine``). Used by
 ``demo`` (its report's forecast columns) and ``compare --live``."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 from shared.control.stabilise import Stabilisation
 from shared.model import topology as topology_mod
 from shared.model import traces
+from shared.model.engine import EngineModel, Limits
 from shared.policies import make_policy
-from shared.simulation.engine import EngineModel, Limits
 from shared.simulation.simulator import SimulationResult, simulate
 
 

@@ -19,7 +19,7 @@ from services.ensemble.forecast import Scenario, simulated
 from shared.control.bandit import RewardBounds, reward
 from shared.control.stabilise import Stabilisation, plan_env, split_spec
 from shared.model import topology as topology_mod
-from shared.simulation.engine import LIVE_ENGINE, EngineModel, Limits
+from shared.model.engine import LIVE_ENGINE, EngineModel, Limits
 from shared.simulation.run_metrics import edge_degradation, per_hour
 
 FIGURES = (

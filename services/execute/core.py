@@ -16,7 +16,7 @@ from shared.contracts.action import ActionRecord
 from shared.contracts.base import ContractError
 from shared.contracts.plan import PlanRecord, RescaleRequest
 from shared.control import stela
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.model.topology import Topology
 
 # Applied plan ids live in a sorted set by application order, trimmed to the newest
@@ -65,6 +65,7 @@ class Executor:
         self.r = redis
         self.topology = topology
         self.keys = keys or Keys()
+        self.kb = KnowledgeBase(redis, self.keys)
         # Set: an on-demand scale-in removes whole machines of this many replica slots
         # (Stela's slides 14-16); None: single replicas, lowest ETP first.
         self.machine_slots = machine_slots
@@ -72,19 +73,10 @@ class Executor:
 
     def bootstrap(self) -> None:
         """Pool sizes, benchmarked et and (if unset) the minimum active counts."""
-        pipe = self.r.pipeline()
-        for op in self.topology.operators:
-            pipe.set(self.keys.pool(op.name), op.max_replicas)
-            pipe.set(self.keys.et_ms(op.name), op.et_ms)
-            pipe.setnx(self.keys.active(op.name), max(1, op.min_replicas))
-        pipe.execute()
+        self.kb.bootstrap(self.topology.operators)
 
     def current(self) -> dict[str, int]:
-        vals = self.r.mget([self.keys.active(n) for n in self.topology.names])
-        return {
-            n: int(v) if v is not None else 0
-            for n, v in zip(self.topology.names, vals, strict=True)
-        }
+        return self.kb.actives(self.topology.operators)
 
     def apply(self, plan: PlanRecord, now: float | None = None) -> ActionRecord:
         names = [n for n in self.topology.names if n in plan.targets]

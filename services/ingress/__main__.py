@@ -44,7 +44,7 @@ def main(settings: IngressSettings) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGHUP, lambda *_: stop.set())
-    ingress.refresh_routers()
+    ingress.routers.refresh()
     threading.Thread(target=ingress.publish_on_time, args=(stop,), daemon=True).start()
     while not stop.is_set():
         ingress.poll()

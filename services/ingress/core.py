@@ -20,16 +20,15 @@ from typing import Any
 import numpy as np
 
 from shared.io.envelope import Envelope
-from shared.io.rescale_timeline import active_count
-from shared.io.tracked_producer import read_backlog
+from shared.io.knowledge_base import KnowledgeBase
 from shared.las.redis_store import SketchSubscriber
 from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
 from shared.las.sketch import key_to_int
 from shared.las.wallclock import CalibratedShedder
+from shared.model.admission import admissible
+from shared.model.engine import LIVE_ENGINE
+from shared.model.records import BadRecord, SourceSpec
 from shared.model.topology import Topology
-from shared.pipeline.records import BadRecord, SourceSpec
-from shared.simulation.engine import LIVE_ENGINE
-from shared.simulation.sim_shedding import admissible
 
 
 @dataclass
@@ -43,7 +42,7 @@ def events_of(
     spec: SourceSpec, msgs: list[Any], now: float
 ) -> tuple[list[tuple[Envelope, str | None]], list[tuple[bytes, str]]]:
     """The consumed records as events with their LAS keys, and the undecodable ones with
-    the reason (``shared.pipeline.records``)."""
+    the reason (``shared.model.records``)."""
     events, dead = [], []
     for m in msgs:
         raw = m.value()
@@ -88,6 +87,7 @@ class Gate:
         self.entry = topology.entry_operators[0]
         self.redis = redis
         self.keys = prefix_keys
+        self.kb = KnowledgeBase(redis, prefix_keys)
         self.las: CalibratedShedder | None = None
         self.scale_first = scale_first
         if tau_ms is not None:
@@ -120,8 +120,7 @@ class Gate:
             self.las.held = not short
             self._budget(short)
         self.las.sync()
-        active = self.redis.get(self.keys.active(self.entry))
-        shedder.set_replicas(int(active) if active else 1)
+        shedder.set_replicas(self.kb.active(self.topology[self.entry]))
 
     def _budget(self, short: str) -> None:
         """At each interval's first refresh: the admission bound of the interval, from
@@ -139,11 +138,7 @@ class Gate:
             self.budget = float("inf")
             return
         ops = self.topology.operators
-        counts = self.redis.mget([self.keys.active(op.name) for op in ops])
-        active = {
-            op.name: active_count(v, op.min_replicas, op.max_replicas)
-            for op, v in zip(ops, counts, strict=True)
-        }
+        active = self.kb.actives(ops)
         names = {n for n in short.split(",") if n in self.topology.names}
         names |= {op.name for op in ops if active[op.name] >= op.max_replicas}
         queued = {n: self._queued(n, active[n]) for n in names}
@@ -165,7 +160,7 @@ class Gate:
         replicas of classify_content ~400; the bound shed 48 % where the least possible
         was 30 %)."""
         op = self.topology[name]
-        backlog = float(sum(read_backlog(self.redis, self.keys, name, op.max_replicas)))
+        backlog = float(sum(self.kb.backlog(name, op.max_replicas)))
         served = LIVE_ENGINE.efficiency * active / op.et_s * self.batch_s / 2
         return max(0.0, backlog - served)
 

@@ -21,14 +21,14 @@ from services.ingress.arrivals import ArrivalCounts, arrival_s
 from services.ingress.core import Gate, events_of
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
-from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
+from shared.control.routing import Routers, RoutingView
 from shared.io.connections import kafka_config
 from shared.io.id_ledger import IdBatch
 from shared.io.kafka_io import take_ready
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.redis_client import redis_client
-from shared.io.rescale_timeline import CountWatch, active_count
-from shared.io.tracked_producer import TrackedProducer, read_backlog
+from shared.io.rescale_timeline import CountWatch
+from shared.io.tracked_producer import TrackedProducer
 from shared.pipeline.costs import service_topology
 from shared.settings import IngressSettings
 
@@ -94,7 +94,12 @@ class Ingress:
         self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)
         self.arrivals_lock = threading.Lock()
         self.entries = list(self.topo.successors["source"])
-        self.routers: dict[str, LoadAwareRouter] = {}
+        self.kb = KnowledgeBase(self.r, self.keys)
+        # an entry operator's count is read as the replicas' routers read theirs; a new
+        # count takes effect here (its standby slots serve the new partitions); the
+        # routers restart from the backlogs every 0.5 s
+        view = RoutingView(self.kb, self.topo, settings.td, CountWatch(self.r, self.keys))
+        self.routers = Routers(view, [e.dst for e in self.entries], rebuild_s=0.5)
         self.out = TrackedProducer(settings.kafka_bootstrap_servers, self.r, self.keys)
         self.side = Producer(kafka_config(settings.kafka_bootstrap_servers, **{"linger.ms": 5}))
         self.consumer = Consumer(
@@ -119,36 +124,11 @@ class Ingress:
             self.source = replace(self.source, key=settings.key_field)
         self.input_topics = list(self.source.topics) or [settings.topics.ingress]
         self.consumer.subscribe(self.input_topics)
-        self._last_refresh = self._last_check = 0.0
         # monotonic time of the last commit: none yet, so the first read commits at once
         # (a monotonic clock starts near boot, so 0.0 is not "long ago")
         self._committed_at = float("-inf")
         self._uncommitted = False  # records delivered since it
-        self.counts_seen = CountWatch(self.r, self.keys)
         self._warned_infeasible = False
-
-    def refresh_routers(self) -> None:
-        """An entry operator's count is read every ``ROUTING_REFRESH_S``, as the
-        dataplane's routers do: a new count takes effect here (its standby slots serve
-        the new partitions). The backlogs are re-read every 0.5 s or on a change."""
-        now = time.monotonic()
-        if now - self._last_check < ROUTING_REFRESH_S:
-            return
-        self._last_check = now
-        stale = now - self._last_refresh >= 0.5
-        if stale:
-            self._last_refresh = now
-        for e in self.entries:
-            op = self.topo[e.dst]
-            n = active_count(self.r.get(self.keys.active(e.dst)), op.min_replicas, op.max_replicas)
-            changed = self.counts_seen.see(e.dst, n)
-            if not (changed or stale or e.dst not in self.routers):
-                continue
-            et = self.topo[e.dst].et_s
-            backlog = read_backlog(self.r, self.keys, e.dst, n)
-            self.routers[e.dst] = LoadAwareRouter(
-                et, self.s.td, backlog_utilisation(backlog, et, self.s.td)
-            )
 
     def publish_intervals(self, now: float) -> None:
         with self.arrivals_lock:
@@ -195,7 +175,7 @@ class Ingress:
         if len(msgs) < self.s.batch:  # nothing left waiting: all sent before ``began`` read
             with self.arrivals_lock:
                 self.arrivals.caught_up(began)
-        self.refresh_routers()
+        self.routers.refresh()
         self.gate.refresh()
         for m in msgs:
             if m.error() is not None:  # never dropped unlogged
@@ -228,7 +208,7 @@ class Ingress:
             ("unkeyed", d.unkeyed),
         ):
             self.metrics.add(name, v)
-        self.r.hset(f"{self.keys.prefix}:ingress:counts", mapping=dict(self.metrics.counts))
+        self.kb.set_ingress_counts(self.metrics.counts)
 
     def commit(self, idle: bool) -> None:
         """Commit the input offsets: only after every record read so far is delivered
@@ -263,7 +243,7 @@ class Ingress:
                 self.out.produce(
                     self.keys.topic(e.dst),
                     ev.encode(),
-                    partition=self.routers[e.dst].choose(),
+                    partition=self.routers.choose(e.dst),
                     key=key,
                 )
         if self.s.write_shed:
@@ -272,14 +252,8 @@ class Ingress:
 
     def dead_letter(self, dead: list[tuple[bytes, str]], now: float) -> None:
         for raw, reason in dead:
-            rec = DeadLetter(
-                service="ingress",
-                topic=",".join(self.input_topics),
-                reason=reason,
-                payload=raw[:2000].decode("utf-8", "replace"),
-                at=now,
-            )
-            self.side.produce(self.s.topics.deadletter, rec.model_dump_json().encode())
+            rec = DeadLetter.of("ingress", ",".join(self.input_topics), raw, reason, at=now)
+            self.side.produce(self.s.topics.deadletter, rec.encoded())
 
     def publish_on_time(self, stop: threading.Event) -> None:
         """λ_G(t) leaves as soon as t is over (plus grace), whatever the poll loop is

@@ -7,7 +7,7 @@ from services.runtime import ServiceApp, ServiceMetrics
 from shared.contracts.base import ContractError, encode
 from shared.contracts.metrics import OperatorCounters
 from shared.contracts.stats import StatsRecord
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import KnowledgeBase
 from shared.io.redis_client import redis_client
 from shared.pipeline.costs import service_topology
 from shared.settings import MonitorSettings, settings_or_exit
@@ -40,16 +40,13 @@ def build(settings: MonitorSettings) -> ServiceApp:
 
     svc.consume(settings.topics.metrics, OperatorCounters, collect)
 
-    r = redis_client(settings.redis_url)
-    keys = Keys(settings.key_prefix)
+    kb = KnowledgeBase(redis_client(settings.redis_url), settings.key_prefix)
 
     @svc.app.timer(interval=max(0.05, settings.td / 5))
     async def tick() -> None:
         # A silent operator (no batch yet, or an idle one) still has the replicas the
         # knowledge base says it has: take them from there, not from the minimum.
-        names = topo.names
-        counts = r.mget([keys.active(n) for n in names])
-        agg.last_active.update({n: int(v) for n, v in zip(names, counts, strict=True) if v})
+        agg.last_active.update(kb.actives(topo.operators))
         await flush()
 
     return svc

@@ -109,11 +109,11 @@ class IntervalAggregator:
         acc.active = max(acc.active, rec.active_replicas)
         acc.seen = True
         iv.latencies.extend(rec.latency_ms)
-        # Exact mean from sums where the producer reports them; older records: the samples.
-        iv.latency_sum += rec.latency_ms_sum if rec.latency_n else sum(rec.latency_ms)
-        iv.latency_n += rec.latency_n or len(rec.latency_ms)
-        iv.queuing_sum += rec.queuing_ms_sum if rec.queuing_n else sum(rec.queuing_ms)
-        iv.queuing_n += rec.queuing_n or len(rec.queuing_ms)
+        # the exact mean from the sums; the samples are for the quantiles
+        iv.latency_sum += rec.latency_ms_sum
+        iv.latency_n += rec.latency_n
+        iv.queuing_sum += rec.queuing_ms_sum
+        iv.queuing_n += rec.queuing_n
         return True
 
     def due(self, now: float | None = None, grace_s: float = 0.5) -> list[int]:

@@ -11,12 +11,10 @@ from shared.settings import PlanSettings, settings_or_exit
 
 
 def build(settings: PlanSettings) -> ServiceApp:
-    rules = settings.stabilisation()
     planner = Planner(
         service_topology(settings),
         settings.budget,
-        rules,
-        rules.scale_down_window * settings.td,
+        settings.stabilisation(),
         settings.latency_goal_ms,
         settings.cores_or_local(),
     )

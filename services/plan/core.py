@@ -3,7 +3,6 @@ with the simulator through ``shared.control.plan.make_plan``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
@@ -23,30 +22,16 @@ class Planner:
         topology: Topology,
         budget: int | None = None,
         rules: Stabilisation | None = None,
-        scale_down_window_s: float = 0.0,
         latency_goal_ms: float | None = None,
         cores: float | None = None,
     ) -> None:
-        """``rules``: the stabiliser's rules but its window, which is
-        ``scale_down_window_s`` (seconds; intervals once td is known)."""
+        """``rules``: the stabiliser's (``stabilise.build_rules``); none: no stabiliser."""
         self.topology = topology
         self.budget = budget
         self.rules = rules or Stabilisation()
-        self.scale_down_window_s = scale_down_window_s
         self.goal_s = latency_goal_ms / 1000.0 if latency_goal_ms is not None else None
         self.cores = cores
-        self._stabiliser: Stabiliser | None = None
-        self._built = False
-
-    def stabiliser(self, td: float) -> Stabiliser | None:
-        """Built at the first analysis (the window in intervals needs td), once: None when
-        no rule is enabled."""
-        if not self._built:
-            window = math.ceil(self.scale_down_window_s / td - 1e-9)
-            rules = dataclasses.replace(self.rules, scale_down_window=window)
-            self._stabiliser = Stabiliser(rules) if rules.enabled else None
-            self._built = True
-        return self._stabiliser
+        self._stabiliser = Stabiliser(self.rules) if self.rules.enabled else None
 
     def plan(self, rec: AnalysisRecord) -> PlanRecord:
         missing = set(self.topology.names) - set(rec.operators)
@@ -62,7 +47,7 @@ class Planner:
         )
         current = {n: o.current for n, o in rec.operators.items()}
         backlog = {n: Backlog(o.queued, o.predicted_load, o.et_s) for n, o in rec.operators.items()}
-        stabiliser = self.stabiliser(rec.td)
+        stabiliser = self._stabiliser
         p = make_plan(
             self.topology,
             analysis,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from shared.contracts.base import Record
@@ -31,3 +32,38 @@ class DeadLetter(Record):
     traceback: str | None = None  # its last frames, innermost last
     event_id: str | None = None
     at: float
+
+    @classmethod
+    def of(
+        cls,
+        service: str,
+        topic: str,
+        raw: bytes | None,
+        reason: str,
+        *,
+        partition: int | None = None,
+        offset: int | None = None,
+        error_type: str | None = None,
+        traceback: str | None = None,
+        event_id: str | None = None,
+        at: float | None = None,
+    ) -> DeadLetter:
+        """The dead letter of ``raw`` (its first ``PAYLOAD_KEPT`` bytes, as text)."""
+        return cls(
+            service=service,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            reason=reason,
+            payload=bytes(raw or b"")[:PAYLOAD_KEPT].decode("utf-8", "replace"),
+            error_type=error_type,
+            traceback=traceback,
+            event_id=event_id,
+            at=time.time() if at is None else at,
+        )
+
+    def encoded(self) -> bytes:
+        return self.model_dump_json().encode()
+
+
+PAYLOAD_KEPT = 2000

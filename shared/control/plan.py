@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from shared.control import stela
 from shared.control.stabilise import Backlog, Stabiliser
+from shared.model.analysis import Analysis
 from shared.model.topology import Topology
-from shared.policies.base import Analysis
 
 
 @dataclass(frozen=True)

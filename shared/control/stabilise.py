@@ -38,19 +38,20 @@ Why: a per-interval predictor on a bursty input flaps (PA-SPS changed counts 118
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shared.model.analysis import Analysis
 from shared.model.interval_stats import IntervalStats
-from shared.policies.base import Analysis
 
 
 @dataclass(frozen=True)
 class Stabilisation:
-    scale_down_window: int = 0  # intervals; 0: scale in as soon as the policy says
+    scale_down_window_intervals: int = 0  # 0: scale in as soon as the policy says
     max_step: int | None = None  # replicas per operator per plan; None: unbounded
     scale_down_margin: float = 0.0  # replicas kept above the raw need when scaling in
     hold_on_backlog: bool = False  # no scale-in while the queue is being caught up
@@ -62,7 +63,7 @@ class Stabilisation:
     @property
     def enabled(self) -> bool:
         return (
-            self.scale_down_window > 0
+            self.scale_down_window_intervals > 0
             or self.max_step is not None
             or self.scale_down_margin > 0
             or self.hold_on_backlog
@@ -127,7 +128,9 @@ class Stabiliser:
         out: dict[str, int] = {}
         limited: dict[str, str] = {}
         for name, want in wanted.items():
-            seen = self._seen.setdefault(name, deque(maxlen=max(1, self.rules.scale_down_window)))
+            seen = self._seen.setdefault(
+                name, deque(maxlen=max(1, self.rules.scale_down_window_intervals))
+            )
             seen.append(want)
             cur = self._planned.get(name, current.get(name, want))
             target, rule = self._scale_in(name, cur, want, seen, raw, backlog, td)
@@ -135,10 +138,10 @@ class Stabiliser:
             if step is not None and abs(target - cur) > step:
                 target = cur + step if target > cur else cur - step
                 rule = "max step"
-            if target < cur and self.rules.scale_down_window > 0:
+            if target < cur and self.rules.scale_down_window_intervals > 0:
                 # one scale-in per window: the next goes to the highest ask since this
                 # one, not down a staircase of the asks in between
-                seen.extend([target] * self.rules.scale_down_window)
+                seen.extend([target] * self.rules.scale_down_window_intervals)
             out[name] = self._planned[name] = target
             if rule:
                 limited[name] = rule
@@ -160,7 +163,11 @@ class Stabiliser:
             return self._scale_out(name, cur, want, raw)
         target, rule = want, ""
         # a steady fall is followed at the latest ask (no rule limited it)
-        if self.rules.scale_down_window > 0 and max(seen) > target and not self._falling(cur, seen):
+        if (
+            self.rules.scale_down_window_intervals > 0
+            and max(seen) > target
+            and not self._falling(cur, seen)
+        ):
             target, rule = min(cur, max(seen)), "scale-down window"
         need = (raw or {}).get(name, 0.0)
         if self.rules.scale_down_margin > 0 and need > 0:
@@ -206,7 +213,7 @@ class Stabiliser:
 # 50 % fewer rescales than PA-SPS (lr) on all three traces and on the live run's
 # forecast, for at most 0.05 of saved resources.
 CALM = Stabilisation(
-    scale_down_window=3,
+    scale_down_window_intervals=3,
     scale_down_margin=0.35,
     hold_on_backlog=True,
     scale_up_tolerance=0.35,
@@ -217,6 +224,39 @@ CALM = Stabilisation(
 PRESETS = {"calm": CALM, "none": Stabilisation()}
 # What a user who sets nothing gets (SPS_STABILISER; docs/measurements.md, "No flapping")
 DEFAULT_STABILISER = "calm"
+
+
+# Each rule's description, for the plan service's settings and the simulator's flags
+# (the window is given in seconds there, and kept in intervals of td here).
+RULE_HELP = {
+    "scale_down_window_s": "Scale in only to the highest count asked for in this window (s).",
+    "max_step": "Most replicas changed per operator per plan.",
+    "scale_down_margin": "Scale in only as far as the raw need plus this many replicas.",
+    "hold_on_backlog": "No scale-in below what clears the queue within one interval.",
+    "scale_up_tolerance": "A raw need at most this many replicas above the count does not "
+    "scale out.",
+    "scale_up_tolerance_ratio": "The same, as a fraction of the count (the larger holds).",
+    "scale_down_tolerance_ratio": "A scale-in of fewer than this fraction of the count is held.",
+    "follow_falling_need": "A need that fell through the whole window is followed at its "
+    "latest ask.",
+}
+
+
+def build_rules(
+    preset: Stabilisation,
+    td: float,
+    scale_down_window_s: float | None = None,
+    **rules: float | bool | None,
+) -> Stabilisation:
+    """The stabiliser's rules: ``preset`` with every rule given (not None) over it, the
+    window given in seconds and kept in whole intervals of ``td`` (rounded up)."""
+    window = (
+        preset.scale_down_window_intervals
+        if scale_down_window_s is None
+        else math.ceil(scale_down_window_s / td - 1e-9)
+    )
+    given = {k: v for k, v in rules.items() if v is not None}
+    return dataclasses.replace(preset, scale_down_window_intervals=window, **given)  # type: ignore[arg-type]
 
 
 def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
@@ -235,7 +275,7 @@ def plan_env(rules: Stabilisation, td: float) -> dict[str, str]:
     (no preset under them: ``Stabilisation()`` gives a plan with no stabiliser)."""
     env = {
         "SPS_STABILISER": "none",
-        "SPS_SCALE_DOWN_WINDOW_S": str(rules.scale_down_window * td),
+        "SPS_SCALE_DOWN_WINDOW_S": str(rules.scale_down_window_intervals * td),
         "SPS_SCALE_DOWN_MARGIN": str(rules.scale_down_margin),
         "SPS_HOLD_ON_BACKLOG": str(rules.hold_on_backlog).lower(),
         "SPS_SCALE_UP_TOLERANCE": str(rules.scale_up_tolerance),

@@ -23,12 +23,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.io.knowledge_base import Keys
+
 KINDS = ("sent", "processed", "expired", "dead")
 TTL_S = 7 * 24 * 3600  # a run's ledger outlives its report by a week, then Redis drops it
 
 
 def key(prefix: str, operator: str, kind: str) -> str:
-    return f"{prefix}:ids:{operator}:{kind}"
+    return Keys(prefix).ids(operator, kind)
 
 
 @dataclass
@@ -69,7 +71,7 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
     out = []
     for op in operators:
         k = {kind: key(prefix, op, kind) for kind in KINDS}
-        resolved = f"{prefix}:ids:{op}:resolved"
+        resolved = key(prefix, op, "resolved")
         pipe = redis.pipeline(transaction=False)
         for kind in KINDS:
             pipe.scard(k[kind])
@@ -83,7 +85,7 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
 
 def completed_count(redis: Any, prefix: str, sinks: Iterable[str]) -> int:
     """How many distinct ids reached a sink, counted in Redis."""
-    tmp = f"{prefix}:ids:completed"
+    tmp = key(prefix, "*", "completed")  # a scratch key no operator name can spell
     pipe = redis.pipeline(transaction=False)
     pipe.sunionstore(tmp, [key(prefix, s, "processed") for s in sinks])
     pipe.delete(tmp)

@@ -1,28 +1,45 @@
-"""The Redis key layout of the knowledge base (the K of MAPE-K).
+"""The knowledge base (the K of MAPE-K): every Redis key of the ensemble, and every read and
+write of its shared state, each with one meaning and one default.
 
-Every key lives under one configurable prefix; this module is the only place that spells
-them, so a service written by someone else finds the same keys.
+Every key lives under one configurable prefix, and this module is the only place that
+spells them (a test greps the rest of the code for key strings), so a service written by
+someone else finds the same keys. It is the realizer interface of the MAPE loop, as
+``ScalingRealizer`` is in flink-autoscaler: Execute writes the counts through it, the
+dataplane and the ingress read them through it.
 
 | key                                   | type   | written by          | read by                |
 |---------------------------------------|--------|---------------------|------------------------|
 | {p}:op:{op}:active                    | int    | execute             | dataplane, ingress     |
 | {p}:op:{op}:pool                      | int    | execute (at start)  | dataplane, plan        |
-| {p}:op:{op}:et_ms                     | float  | execute (benchmark) | analyze, ingress       |
-| {p}:op:{op}:util                      | hash   | dataplane           | dataplane (grouping)   |
+| {p}:op:{op}:et_ms                     | float  | execute (benchmark) | analyze, dataplane     |
+| {p}:op:{op}:util                      | hash   | dataplane           | /metrics, reports      |
 | {p}:op:{op}:rescale                   | hash   | execute, dataplane  | dataplane (timeline)   |
-| {p}:dp:rescales                       | list   | dataplane           | reports, /metrics      |
+| {p}:ends:{topic}                      | hash   | every producer      | routers, dataplane     |
+| {p}:dp:{op}:committed                 | hash   | dataplane tasks     | routers, dataplane     |
+| {p}:dp:{op}:counts                    | hash   | dataplane tasks     | dataplane /metrics     |
+| {p}:dp:{op}:batches / tasks           | list   | dataplane           | benchmarks, tests      |
+| {p}:dp:{op}:executors                 | hash   | dataplane tasks     | tests (cluster spread) |
+| {p}:dp:runs                           | list   | dataplane driver    | readiness, tests       |
+| {p}:dp:rescales (+ :histogram)        | list   | dataplane           | reports, /metrics      |
+| {p}:costs                             | hash   | dataplane (measure) | every service          |
+| {p}:ingress:counts                    | hash   | ingress             | demo report            |
+| {p}:ids:{op}:{kind}                   | set    | ingress, dataplane  | reports (id ledger)    |
 | {p}:plan:last_interval                | int    | execute             | execute (ordering)     |
 | {p}:plan:short                        | string | execute             | ingress (LAS gate)     |
 | {p}:plan:applied                      | set    | execute             | execute                |
 | {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
 | {p}:las:{op}:deltas                   | list   | dataplane operator  | ingress shedder        |
-| {p}:las:{op}:sync                     | float  | ingress shedder     | dataplane operator     |
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+LOG_KEPT = 1000  # entries kept in the batch and task logs
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,44 @@ class Keys:
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"
+
+    def ends(self, topic: str) -> str:
+        """Hash partition -> the true end its producers recorded (``tracked_producer``)."""
+        return f"{self.prefix}:ends:{topic}"
+
+    def counts(self, op: str) -> str:
+        """Hash of events the operator processed, expired and dead-lettered."""
+        return f"{self.prefix}:dp:{op}:counts"
+
+    def batches(self, op: str) -> str:
+        """The stream reader's plan of each micro-batch (JSON), newest last."""
+        return f"{self.prefix}:dp:{op}:batches"
+
+    def tasks(self, op: str) -> str:
+        """Each task's span: ``start end backlog``, newest last."""
+        return f"{self.prefix}:dp:{op}:tasks"
+
+    def executors(self, op: str) -> str:
+        """Hash executor id -> slot groups it served."""
+        return f"{self.prefix}:dp:{op}:executors"
+
+    @property
+    def runs(self) -> str:
+        """The dataplane's streaming query run ids, one entry per start."""
+        return f"{self.prefix}:dp:runs"
+
+    @property
+    def costs(self) -> str:
+        """Hash operator -> [et_ms, cpu_share] as the dataplane measured them."""
+        return f"{self.prefix}:costs"
+
+    @property
+    def ingress_counts(self) -> str:
+        return f"{self.prefix}:ingress:counts"
+
+    def ids(self, op: str, kind: str) -> str:
+        """The id ledger's set of ids ``op`` saw as ``kind`` (``id_ledger``)."""
+        return f"{self.prefix}:ids:{op}:{kind}"
 
     def rescale(self, op: str) -> str:
         """The operator's last change of count: plan, from, to, decided/applied/effect."""
@@ -88,5 +143,165 @@ class Keys:
     def las_deltas(self, op: str) -> str:
         return f"{self.prefix}:las:{op}:deltas"
 
-    def las_sync(self, op: str) -> str:
-        return f"{self.prefix}:las:{op}:sync"
+
+class Bounded(Protocol):
+    """What the knowledge base needs of an operator to default its count."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def min_replicas(self) -> int: ...
+    @property
+    def max_replicas(self) -> int: ...
+
+
+def active_count(value: bytes | str | int | None, lo: int, hi: int) -> int:
+    """An operator's active replicas from its stored value: unset (execute has not written
+    it yet) means its minimum ``lo``; always within [1, ``hi``]."""
+    n = int(value or 0) or lo
+    return max(1, min(hi, n))
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _int_hash(raw: Mapping[Any, Any]) -> dict[int, int]:
+    return {int(k): int(v) for k, v in raw.items()}
+
+
+class KnowledgeBase:
+    """Typed reads and writes of the shared state. ``pipe`` arguments take a Redis
+    pipeline, so a caller batches several writes in one round trip."""
+
+    def __init__(self, redis: Any, keys: Keys | str = "sps") -> None:
+        self.r = redis
+        self.keys = keys if isinstance(keys, Keys) else Keys(keys)
+
+    # -- replica counts: written by execute, read by everything else -----------------------
+    def active(self, op: Bounded) -> int:
+        return active_count(self.r.get(self.keys.active(op.name)), op.min_replicas, op.max_replicas)
+
+    def actives(self, ops: Iterable[Bounded]) -> dict[str, int]:
+        ops = list(ops)
+        if not ops:
+            return {}
+        values = self.r.mget([self.keys.active(op.name) for op in ops])
+        return {
+            op.name: active_count(v, op.min_replicas, op.max_replicas)
+            for op, v in zip(ops, values, strict=True)
+        }
+
+    def bootstrap(self, ops: Iterable[Any]) -> None:
+        """Pools and benchmarked et as declared, and each count at its minimum unless
+        one is already set (a restarted execute keeps the running counts)."""
+        pipe = self.r.pipeline()
+        for op in ops:
+            pipe.set(self.keys.pool(op.name), op.max_replicas)
+            pipe.set(self.keys.et_ms(op.name), op.et_ms)
+            pipe.setnx(self.keys.active(op.name), max(1, op.min_replicas))
+        pipe.execute()
+
+    def et_ms(self, op: str) -> float | None:
+        v = self.r.get(self.keys.et_ms(op))
+        return float(v) if v is not None else None
+
+    # -- the routers' view: partition ends, progress, backlogs ----------------------------
+    def ends(self, topic: str, partitions: int) -> list[int]:
+        return self.ends_many({topic: partitions})[topic]
+
+    def ends_many(self, topics: Mapping[str, int]) -> dict[str, list[int]]:
+        """Several topics' ends (topic -> partitions) in one round trip."""
+        pipe = self.r.pipeline(transaction=False)
+        for t in topics:
+            pipe.hgetall(self.keys.ends(t))
+        out = {}
+        for (t, n), raw in zip(topics.items(), pipe.execute(), strict=True):
+            ends = [0] * n
+            for j, end in _int_hash(raw).items():
+                if j < n:
+                    ends[j] = end
+            out[t] = ends
+        return out
+
+    def committed(self, ops: Iterable[str]) -> dict[str, dict[int, int]]:
+        """How far each partition of each operator was processed."""
+        ops = list(ops)
+        pipe = self.r.pipeline(transaction=False)
+        for op in ops:
+            pipe.hgetall(self.keys.committed(op))
+        return {op: _int_hash(raw) for op, raw in zip(ops, pipe.execute(), strict=True)}
+
+    def record_committed(self, pipe: Any, op: str, done: Mapping[int, int]) -> None:
+        # one task per partition per batch, batches in order: a plain HSET
+        pipe.hset(self.keys.committed(op), mapping={str(j): v for j, v in done.items()})
+
+    def backlog(self, op: str, partitions: int) -> list[int]:
+        """Events waiting per partition of an operator: recorded end − committed offset."""
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hgetall(self.keys.ends(self.keys.topic(op)))
+        pipe.hgetall(self.keys.committed(op))
+        ends, done = (_int_hash(x) for x in pipe.execute())
+        return [max(0, ends.get(j, 0) - done.get(j, 0)) for j in range(partitions)]
+
+    def record_utilisation(self, pipe: Any, op: str, replica: int, share: float) -> None:
+        pipe.hset(self.keys.utilisation(op), str(replica), share)
+
+    # -- published counts ------------------------------------------------------------------
+    def add_counts(self, pipe: Any, op: str, totals: Mapping[str, int]) -> None:
+        for name, n in totals.items():
+            if n:
+                pipe.hincrby(self.keys.counts(op), name, n)
+
+    def counts(self, op: str) -> dict[str, int]:
+        return {_text(k): int(v) for k, v in self.r.hgetall(self.keys.counts(op)).items()}
+
+    def set_ingress_counts(self, counts: Mapping[str, int]) -> None:
+        self.r.hset(self.keys.ingress_counts, mapping=dict(counts))
+
+    def ingress_counts(self) -> dict[str, int]:
+        raw = self.r.hgetall(self.keys.ingress_counts)
+        return {_text(k): int(float(v)) for k, v in raw.items()}
+
+    # -- the dataplane's own logs ----------------------------------------------------------
+    def log_batch(self, pipe: Any, op: str, entry: Mapping[str, Any]) -> None:
+        pipe.rpush(self.keys.batches(op), json.dumps(entry))
+        pipe.ltrim(self.keys.batches(op), -LOG_KEPT, -1)
+
+    def batches(self, op: str, start: int = 0) -> list[dict[str, Any]]:
+        return [json.loads(b) for b in self.r.lrange(self.keys.batches(op), start, -1)]
+
+    def batch_count(self, op: str) -> int:
+        return int(self.r.llen(self.keys.batches(op)))
+
+    def log_task(self, pipe: Any, op: str, start: float, end: float, backlog: int) -> None:
+        pipe.rpush(self.keys.tasks(op), f"{start:.3f} {end:.3f} {backlog}")
+        pipe.ltrim(self.keys.tasks(op), -LOG_KEPT, -1)
+
+    def tasks(self, op: str) -> list[tuple[float, float, int]]:
+        out = []
+        for line in self.r.lrange(self.keys.tasks(op), 0, -1):
+            start, end, backlog = _text(line).split()
+            out.append((float(start), float(end), int(backlog)))
+        return out
+
+    def count_executor(self, pipe: Any, op: str, executor: str) -> None:
+        pipe.hincrby(self.keys.executors(op), executor, 1)
+
+    def executors(self, op: str) -> set[str]:
+        return {_text(e) for e in self.r.hkeys(self.keys.executors(op))}
+
+    def record_run(self, run_ids: Mapping[str, str]) -> None:
+        self.r.rpush(self.keys.runs, json.dumps(dict(run_ids)))
+
+    def runs(self) -> int:
+        """How many times the dataplane's queries started (0: not running yet)."""
+        return int(self.r.llen(self.keys.runs))
+
+    # -- measured costs --------------------------------------------------------------------
+    def publish_costs(self, costs: Mapping[str, tuple[float, float | None]]) -> None:
+        self.r.hset(self.keys.costs, mapping={n: json.dumps(list(c)) for n, c in costs.items()})
+
+    def costs(self) -> dict[str, tuple[float, float | None]]:
+        raw = self.r.hgetall(self.keys.costs)
+        return {_text(k): tuple(json.loads(v)) for k, v in raw.items()}

@@ -87,13 +87,6 @@ def record_effect(r: Any, keys: Keys, operator: str, active: int, now: float) ->
     return change
 
 
-def active_count(value: bytes | str | int | None, lo: int, hi: int) -> int:
-    """An operator's active replicas from its ``{p}:op:<op>:active`` value: unset (execute
-    has not written it yet) means its minimum ``lo``; always within [1, ``hi``]."""
-    n = int(value or 0) or lo
-    return max(1, min(hi, n))
-
-
 @dataclass
 class CountWatch:
     """The active counts a router last routed with (the ingress's, a dataplane worker's).

@@ -1,7 +1,7 @@
 """The true end of every dataplane partition, recorded by the producers themselves.
 
 Every dataplane topic is written by this project's code: each producer reads the exact
-offset of each record from its delivery reports and raises ``{prefix}:ends:{topic}`` (a
+offset of each record from its delivery reports and raises ``Keys.ends(topic)`` (a
 hash partition -> end) with a max-update, so several producers writing one partition
 never move an end backwards. Why it stays with Apache Kafka as the broker: the routers
 and the ingress read every successor's backlog (end - committed) every 0.2 s from one
@@ -26,33 +26,6 @@ for i = 1, #ARGV, 2 do
 end
 return 1
 """
-
-
-def ends_key(keys: Keys, topic: str) -> str:
-    return f"{keys.prefix}:ends:{topic}"
-
-
-def read_ends(redis: Any, keys: Keys, topic: str, partitions: int) -> list[int]:
-    raw = redis.hgetall(ends_key(keys, topic))
-    ends = [0] * partitions
-    for k, v in raw.items():
-        j = int(k)
-        if j < partitions:
-            ends[j] = int(v)
-    return ends
-
-
-def read_backlog(redis: Any, keys: Keys, operator: str, partitions: int) -> list[int]:
-    """Events waiting per partition of an operator: recorded end − committed offset."""
-
-    pipe = redis.pipeline(transaction=False)
-    pipe.hgetall(ends_key(keys, keys.topic(operator)))
-    pipe.hgetall(keys.committed(operator))
-    ends, done = pipe.execute()
-    return [
-        max(0, int(ends.get(str(j).encode(), 0)) - int(done.get(str(j).encode(), 0)))
-        for j in range(partitions)
-    ]
 
 
 class TrackedProducer:
@@ -104,5 +77,5 @@ class TrackedProducer:
         for (topic, part), end in self._ends.items():
             by_topic.setdefault(topic, []).extend([part, end])
         for topic, args in by_topic.items():
-            self._raise(keys=[ends_key(self.keys, topic)], args=args)
+            self._raise(keys=[self.keys.ends(topic)], args=args)
         self._ends.clear()

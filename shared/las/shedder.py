@@ -56,19 +56,6 @@ class AverageQueuingLatency(LatencyGoal):
         self.n += 1
 
 
-class WindowAverageQueuingLatency(AverageQueuingLatency):
-    """The average over the last ``window`` admitted tuples (a jumping window)."""
-
-    def __init__(self, tau_s: float, window: int = 4000) -> None:
-        super().__init__(tau_s)
-        self.window = window
-
-    def record(self, q: float) -> None:
-        if self.n >= self.window:
-            self.Q, self.n = 0.0, 0
-        super().record(q)
-
-
 class HorizonAverageQueuingLatency(AverageQueuingLatency):
     """AVG(τ) over roughly the last ``horizon_s`` seconds: Q and ℓ decay by
     exp(−Δt / horizon). Beyond the paper, whose average runs over one experiment: in a

@@ -6,7 +6,6 @@ An edge ``p -> i`` carries θ_i^p, the events sent to ``i`` per event ``p`` proc
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -16,10 +15,11 @@ from typing import Any
 
 import yaml
 
-from shared.pipeline.failures import ON_ERROR
-from shared.pipeline.records import SourceSpec
+from shared.model.records import SourceSpec
+from shared.model.topology_checks import ON_ERROR, SOURCE, TopologyError, toposort, validate
 
-SOURCE = "source"
+__all__ = ["ON_ERROR", "SOURCE", "TopologyError"]
+
 OPERATOR_KEYS = {
     "name",
     "et_ms",
@@ -33,12 +33,6 @@ OPERATOR_KEYS = {
 }
 
 
-class TopologyError(ValueError):
-    """A topology that cannot run; the message names the operator or edge at fault."""
-
-
-# An operator whose measured CPU share (thread CPU time over wall time per event) is at
-# least this is CPU-bound: its replicas need cores (separate Spark tasks), not threads.
 CPU_BOUND_SHARE = 0.5
 
 
@@ -97,7 +91,7 @@ class Topology:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {op.name: op for op in self.operators})
-        _validate(self)
+        validate(self)
 
     def __getitem__(self, name: str) -> Operator:
         return self._index[name]
@@ -144,7 +138,7 @@ class Topology:
     @cached_property
     def order(self) -> tuple[str, ...]:
         """Operators in topological order (sources first), stable w.r.t. declaration order."""
-        return _toposort(self)
+        return toposort(self)
 
     @cached_property
     def predecessors(self) -> dict[str, tuple[Edge, ...]]:
@@ -241,86 +235,6 @@ def _operator_dict(o: Operator) -> dict[str, Any]:
     if not o.chain:
         out["chain"] = False
     return out
-
-
-def _validate(topo: Topology) -> None:
-    if not topo.operators:
-        raise TopologyError(f"topology {topo.name!r}: no operators")
-    seen: set[str] = set()
-    for op in topo.operators:
-        where = f"topology {topo.name!r}, operator {op.name!r}"
-        if not op.name or op.name == SOURCE:
-            raise TopologyError(f"{where}: the name {SOURCE!r} (or empty) is reserved")
-        if op.name in seen:
-            raise TopologyError(f"{where}: declared twice")
-        seen.add(op.name)
-        if op.et_ms is not None and not (math.isfinite(op.et_ms) and op.et_ms > 0):
-            raise TopologyError(f"{where}: et_ms must be a positive finite number, got {op.et_ms}")
-        if op.on_error not in ON_ERROR:
-            raise TopologyError(f"{where}: on_error must be one of {ON_ERROR}, got {op.on_error!r}")
-        if op.cpu_share is not None and not 0 <= op.cpu_share <= 1:
-            raise TopologyError(f"{where}: cpu_share must be within [0, 1], got {op.cpu_share}")
-        if op.min_replicas < 0:
-            raise TopologyError(f"{where}: min_replicas {op.min_replicas} is negative")
-        if op.max_replicas < 1:
-            raise TopologyError(f"{where}: max_replicas must be at least 1")
-        if op.min_replicas > op.max_replicas:
-            raise TopologyError(
-                f"{where}: min_replicas {op.min_replicas} is above max_replicas {op.max_replicas}"
-            )
-    pairs: set[tuple[str, str]] = set()
-    for e in topo.edges:
-        where = f"topology {topo.name!r}, edge {e.src} -> {e.dst}"
-        for end in (e.src, e.dst):
-            if end != SOURCE and end not in seen:
-                raise TopologyError(f"{where}: unknown operator {end!r}")
-        if e.dst == SOURCE:
-            raise TopologyError(f"{where}: nothing may flow into {SOURCE!r}")
-        if not (math.isfinite(e.fraction) and e.fraction >= 0):
-            raise TopologyError(f"{where}: fraction must be finite and >= 0, got {e.fraction}")
-        if (e.src, e.dst) in pairs:
-            raise TopologyError(f"{where}: declared twice")
-        pairs.add((e.src, e.dst))
-    _toposort(topo)  # raises on a cycle
-    reached = {SOURCE}
-    frontier = [SOURCE]
-    while frontier:
-        node = frontier.pop()
-        for e in topo.edges:
-            if e.src == node and e.dst not in reached:
-                reached.add(e.dst)
-                frontier.append(e.dst)
-    for op in topo.operators:
-        if op.name not in reached:
-            raise TopologyError(
-                f"topology {topo.name!r}, operator {op.name!r}: no path from {SOURCE!r} reaches it"
-            )
-        if op.output and any(e.src == op.name for e in topo.edges):
-            raise TopologyError(
-                f"topology {topo.name!r}, operator {op.name!r}: only a sink writes to an "
-                f"output topic ({op.output!r}); this one has successors"
-            )
-
-
-def _toposort(topo: Topology) -> tuple[str, ...]:
-    indeg = {op.name: 0 for op in topo.operators}
-    for e in topo.edges:
-        if e.src != SOURCE and e.dst in indeg:
-            indeg[e.dst] += 1
-    ready = [n for n in indeg if indeg[n] == 0]
-    out: list[str] = []
-    while ready:
-        node = ready.pop(0)
-        out.append(node)
-        for e in topo.edges:
-            if e.src == node:
-                indeg[e.dst] -= 1
-                if indeg[e.dst] == 0:
-                    ready.append(e.dst)
-    if len(out) != len(indeg):
-        stuck = sorted(n for n in indeg if n not in out)
-        raise TopologyError(f"topology {topo.name!r}: cycle through operators {stuck}")
-    return tuple(out)
 
 
 def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
@@ -423,35 +337,6 @@ def linear(name: str, ops: Iterable[Operator]) -> Topology:
         edges.append(Edge(prev, op.name, 1.0))
         prev = op.name
     return Topology(name, ops, tuple(edges))
-
-
-def generated_dag(operators: int, pool: int, seed: int = 0, width: int = 10) -> Topology:
-    """A random layered DAG of ``operators`` operators in layers of up to ``width``, each
-    with a pool of ``pool`` replicas (for scale benchmarks). Every operator of a layer
-    reads from one to three operators of the layer before; a predecessor (the source included)
-    splits its output evenly over its successors, so every operator is reached. et_ms in 1-10 ms."""
-    import itertools
-    import random
-
-    if operators < 1 or width < 1 or pool < 1:
-        raise TopologyError("a generated DAG needs operators, width and pool >= 1")
-    rng = random.Random(seed)
-    names = [f"op{k:03d}" for k in range(operators)]
-    layers = [names[k : k + width] for k in range(0, operators, width)]
-    parents: dict[str, list[str]] = {n: [SOURCE] for n in layers[0]}
-    for prev, layer in itertools.pairwise(layers):
-        for n in layer:
-            parents[n] = rng.sample(prev, k=min(len(prev), rng.randint(1, 3)))
-        for p in prev:  # nobody upstream is left without a successor
-            if not any(p in parents[n] for n in layer):
-                parents[rng.choice(layer)].append(p)
-    children: dict[str, int] = {}
-    for ps in parents.values():
-        for p in ps:
-            children[p] = children.get(p, 0) + 1
-    edges = tuple(Edge(p, n, 1.0 / children[p]) for n in names for p in parents[n])
-    ops = tuple(Operator(n, round(rng.uniform(1.0, 10.0), 1), 1, pool) for n in names)
-    return Topology(f"dag-{operators}x{pool}", ops, edges)
 
 
 def chained(topo: Topology) -> Topology:

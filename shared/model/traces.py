@@ -106,7 +106,7 @@ def bundled_names() -> list[str]:
 
 
 def _search_dirs() -> list[Path]:
-    from shared.settings import LocalSettings
+    from shared.io.local_settings import LocalSettings
 
     dirs = []
     if env := LocalSettings().trace_dir:

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.model.topology import Topology
-from shared.pipeline.operators import Context, Output, Passthrough, Runnable, normalise
-from shared.pipeline.operators import open_operator as open_code
+from shared.pipeline.operators import (
+    Context,
+    Output,
+    Passthrough,
+    Runnable,
+    normalise,
+    open_operator,
+)
 
 
 @dataclass
@@ -82,4 +88,4 @@ def open_runnable(topo: Topology, name: str, ctx: Context) -> Runnable:
         return ChainedOperator(name, steps, renamed)
     if not op.code:
         return Passthrough(name, tuple((e.dst, e.fraction) for e in topo.successors[name]))
-    return open_code(op.code, name, ctx)
+    return open_operator(op.code, name, ctx)

@@ -12,13 +12,13 @@ The policies then combine it with what the live operators report, as PA-SPS does
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from shared.io.envelope import Envelope, decode
+from shared.io.knowledge_base import KnowledgeBase
 from shared.model.topology import Topology
 from shared.pipeline.chain import open_runnable
 from shared.pipeline.operators import Context, Runnable, normalise
@@ -114,17 +114,10 @@ def as_costs(costs: Mapping[str, OperatorCost]) -> dict[str, tuple[float, float 
     return {n: (c.et_ms, c.cpu_share) for n, c in costs.items()}
 
 
-def costs_key(prefix: str) -> str:
-    return f"{prefix}:costs"
-
-
 def publish(redis: Any, prefix: str, costs: Mapping[str, OperatorCost]) -> None:
     """The measured costs in the knowledge base, for the services whose topology left
     ``et_ms`` out (they wait for them: ``resolved``)."""
-    redis.hset(
-        costs_key(prefix),
-        mapping={n: json.dumps([c.et_ms, c.cpu_share]) for n, c in costs.items()},
-    )
+    KnowledgeBase(redis, prefix).publish_costs(as_costs(costs))
 
 
 def resolved(topo: Topology, redis: Any, prefix: str, wait_s: float = 300.0) -> Topology:
@@ -134,11 +127,7 @@ def resolved(topo: Topology, redis: Any, prefix: str, wait_s: float = 300.0) -> 
         return topo
     deadline = time.monotonic() + wait_s
     while True:
-        raw = redis.hgetall(costs_key(prefix))
-        found = {
-            (k.decode() if isinstance(k, bytes) else k): tuple(json.loads(v))
-            for k, v in raw.items()
-        }
+        found = KnowledgeBase(redis, prefix).costs()
         declared = topo.declared.operators  # what ``measure`` publishes: members apart
         if all(op.et_ms is not None or op.name in found for op in declared):
             return topo.with_costs({n: (float(v[0]), v[1]) for n, v in found.items()})

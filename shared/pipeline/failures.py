@@ -14,7 +14,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 
-ON_ERROR = ("dead-letter", "fail")
+from shared.model.topology import ON_ERROR
 
 
 class OperatorFailing(RuntimeError):

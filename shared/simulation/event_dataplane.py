@@ -25,9 +25,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from shared.model import pa_sps_model as model
+from shared.model.engine import EngineModel, Handover, Limits
 from shared.model.interval_stats import OperatorStats
 from shared.model.topology import SOURCE, Operator, Topology
-from shared.simulation.engine import EngineModel, Handover, Limits
 from shared.simulation.sim_series import IntervalTally
 
 Event = tuple[float, float]  # (born: entered the system, ready: reached this operator)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.model import traces
+from shared.model.engine import LIVE_ENGINE, EngineModel, Limits
 from shared.model.topology import Operator, Topology, linear
 from shared.policies import make_policy
-from shared.simulation.engine import LIVE_ENGINE, EngineModel, Limits
 from shared.simulation.run_metrics import RunMetrics
 from shared.simulation.simulator import simulate
 

@@ -25,11 +25,11 @@ import numpy as np
 from shared.control.plan import make_plan
 from shared.control.stabilise import Stabilisation, Stabiliser, backlogs
 from shared.model import pa_sps_model as model
+from shared.model.engine import EngineModel, Handover, Limits
 from shared.model.interval_stats import IntervalStats, OperatorStats
 from shared.model.topology import SOURCE, Operator, Topology
 from shared.policies.base import Policy
 from shared.simulation import sim_shedding
-from shared.simulation.engine import EngineModel, Handover, Limits
 from shared.simulation.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
 from shared.simulation.run_metrics import RunMetrics, summarise
 from shared.simulation.sim_series import IntervalTally, Series

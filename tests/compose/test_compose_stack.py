@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from tests.support.user_project import expected_value, write_package, write_readings
 
 pytestmark = pytest.mark.compose
@@ -189,13 +190,13 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
     rescale = ("rescale", "--operator", "square", "--replicas", "3")
     sh(*cli, *rescale, "--bootstrap", "127.0.0.1:9094", env={"PYTHONPATH": str(ROOT)})
     deadline = time.monotonic() + 60
-    while r.get("sps:op:square:active") != b"3":
+    while r.get(Keys().active("square")) != b"3":
         assert time.monotonic() < deadline, "execute did not apply the rescale"
         time.sleep(0.5)
     sent += replay(stack, seconds=6)
-    batches = [json.loads(b) for b in r.lrange("sps:dp:square:batches", 0, -1)]
+    batches = KnowledgeBase(r).batches("square")
     assert any(b["active"] == 3 and b["slots"] == [0, 1, 2] for b in batches), batches[-5:]
-    executors = {e.decode().split(":")[0] for e in r.hkeys("sps:dp:square:executors")}
+    executors = {e.split(":")[0] for e in KnowledgeBase(r).executors("square")}
     assert executors and "dataplane" not in executors, executors  # tasks ran on the workers
     sh(str(STACK), "compose", "start", "analyze", env=stack)
     wait_all_accounted(sent)

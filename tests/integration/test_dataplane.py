@@ -20,7 +20,7 @@ from shared.io import id_ledger, rescale_timeline
 from shared.io.embedded import free_port
 from shared.io.envelope import Envelope
 from shared.io.kafka_io import read_topic as read_all
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.tracked_producer import TrackedProducer
 from shared.model import topology
 
@@ -88,7 +88,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
     )
     try:
         deadline = time.monotonic() + 300  # a cluster starts its executor JVMs first
-        while not r.exists(f"{tag}:dp:runs"):
+        while not KnowledgeBase(r, tag).runs():
             assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "dataplane did not start"
             time.sleep(0.5)
@@ -118,7 +118,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
             producer.flush()
             # Event-driven, not a sleep: the next step starts once a micro-batch of
             # classify_content has been planned with this step's active count.
-            _wait_for_batch(r, f"{tag}:dp:classify_content:batches", active, proc, tmp_path)
+            _wait_for_batch(r, Keys(tag).batches("classify_content"), active, proc, tmp_path)
         deadline = time.monotonic() + 180
         at_sink = id_ledger.key(keys.prefix, "store", "processed")
         while r.scard(at_sink) < n and time.monotonic() < deadline:
@@ -133,7 +133,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         assert accounts[0].processed == n
         for a in accounts[1:]:
             assert (a.sent, a.processed, a.lost, a.expired, a.dead) == (n, n, 0, 0, 0), a
-        batches = [json.loads(b) for b in r.lrange(f"{tag}:dp:classify_content:batches", 0, -1)]
+        batches = KnowledgeBase(r, tag).batches("classify_content")
         # every micro-batch served exactly the active replicas' slots (plus drains of
         # inactive slots that still held events), packed into at most one Spark task
         assert all(b["slots"] == list(range(b["active"])) for b in batches)
@@ -141,7 +141,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         tasks = int(spark.get("SPS_TASKS_PER_QUERY", "1"))
         assert all(b["tasks"] <= tasks for b in batches)
         # each task's span (start, end, planned records found waiting), after its planning
-        spans = [x.split() for x in r.lrange(f"{tag}:dp:classify_content:tasks", 0, -1)]
+        spans = KnowledgeBase(r, tag).tasks("classify_content")
         assert spans and all(float(a) <= float(b) and int(n) >= 0 for a, b, n in spans)
         assert float(spans[0][0]) >= batches[0]["at"]
         assert sum(int(n) for _, _, n in spans) <= n
@@ -154,7 +154,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         assert all(c.decided_at <= c.applied_at <= c.effect_at for c in changes), changes
         executors = set()
         for op in ("parse", *DOWNSTREAM):
-            executors |= {e.decode() for e in r.hkeys(f"{tag}:dp:{op}:executors")}
+            executors |= KnowledgeBase(r, tag).executors(op)
         assert len(executors) == (2 if spark is CLUSTER else 1), executors
         # its /metrics counts what the replicas did, per operator; /health says it runs
         page = urllib.request.urlopen(f"http://127.0.0.1:{web_port}/metrics", timeout=5)
@@ -165,7 +165,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         assert "sps_rescale_decision_to_effect_seconds_count 4.0" in metrics
         assert urllib.request.urlopen(f"http://127.0.0.1:{web_port}/health").status == 200
         # the queries ran once: one run record, still the same process
-        assert r.llen(f"{tag}:dp:runs") == 1
+        assert KnowledgeBase(r, tag).runs() == 1
         assert proc.poll() is None
         dead = read_all(kafka_bootstrap, topics["SPS_TOPICS__DEADLETTER"])
         assert sum(1 for d in dead if d["service"] == "dataplane:parse") == len(schedule)

@@ -44,5 +44,5 @@ def test_the_source_reads_partition_ends_from_the_chosen_place(kafka_bootstrap, 
     )
     assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
     if source == "watermarks":  # the registry plays no part: losing it changes nothing
-        r.delete(f"{keys.prefix}:ends:{topic}")
+        r.delete(keys.ends(topic))
         assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}

@@ -20,7 +20,7 @@ import redis
 
 from shared.io import id_ledger
 from shared.io.envelope import Envelope
-from shared.io.knowledge_base import Keys
+from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
@@ -102,7 +102,7 @@ def capacity_rig(
     proc = ServiceProcess("dataplane", env).start()
     try:
         deadline = time.monotonic() + 180
-        while not r.exists(f"{prefix}:dp:runs"):
+        while not KnowledgeBase(r, prefix).runs():
             assert proc.alive(), proc.log.read_text()[-3000:]
             assert time.monotonic() < deadline, "dataplane did not start"
             time.sleep(0.3)

@@ -32,6 +32,8 @@ def chain_interval(
                 busy_s=rate * (et_s[op] if isinstance(et_s, Mapping) else et_s),
                 active_replicas=1,
                 latency_ms=list(sink_latency_ms) if sink else [],
+                latency_ms_sum=sum(sink_latency_ms) if sink else 0.0,
+                latency_n=len(sink_latency_ms) if sink else 0,
             )
         )
         prev = op

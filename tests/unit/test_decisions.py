@@ -8,6 +8,7 @@ from services.plan.core import Planner, decisions
 from shared.contracts.analysis import AnalysisRecord, OperatorNeed
 from shared.control.explain import describe, find
 from shared.control.predictors import make_predictor
+from shared.control.stabilise import Stabilisation
 from shared.model import topology
 from shared.model.interval_stats import IntervalStats, OperatorStats
 from shared.policies.pa_sps import PASPS
@@ -41,7 +42,7 @@ def test_the_pool_and_the_budget_are_named_as_limits():
 
 
 def test_the_stabiliser_is_named_when_it_holds_a_scale_in():
-    planner = Planner(TOPO, scale_down_window_s=3)
+    planner = Planner(TOPO, rules=Stabilisation(scale_down_window_intervals=3))
     planner.plan(analysis(dict.fromkeys(TOPO.names, 4.0), current=4))
     rec = analysis(dict.fromkeys(TOPO.names, 1.0), current=4)
     plan = planner.plan(rec)

@@ -4,9 +4,9 @@ bookkeeping: every event ends completed, expired, dropped or still queued."""
 import numpy as np
 import pytest
 
+from shared.model.engine import EngineModel, Limits
 from shared.model.topology import Operator, linear, load
 from shared.policies import make_policy
-from shared.simulation.engine import EngineModel, Limits
 from shared.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit

@@ -90,3 +90,30 @@ def test_no_import_cycles():
 def test_the_library_imports_no_service():
     wrong = [(a, b) for a, deps in graph().items() if a.startswith("shared") for b in deps]
     assert [(a, b) for a, b in wrong if b.startswith("services")] == []
+
+
+def folder(module: str) -> str:
+    """The layer a module of ``shared`` belongs to: its folder (``shared.io``), or itself
+    for a module at the top (``shared.settings``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def folder_graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for a, deps in graph().items():
+        if not a.startswith("shared."):
+            continue
+        edges.setdefault(folder(a), set()).update(
+            folder(b) for b in deps if b.startswith("shared.") and folder(b) != folder(a)
+        )
+    return edges
+
+
+def test_the_folders_of_the_library_form_layers_without_loops():
+    assert cycles(folder_graph()) == []
+
+
+def test_the_live_ingress_does_not_import_the_simulator():
+    ingress = [a for a in graph() if a.startswith("services.ingress")]
+    assert [(a, b) for a in ingress for b in graph()[a] if b.startswith("shared.simulation")] == []

@@ -11,6 +11,7 @@ import pytest
 from shared.control.plan import make_plan
 from shared.io.envelope import Envelope, decode
 from shared.model import topology
+from shared.model.records import BadRecord, SourceSpec
 from shared.pipeline.costs import measure
 from shared.pipeline.failures import FailureGuard, OperatorFailing, describe
 from shared.pipeline.operators import (
@@ -20,7 +21,6 @@ from shared.pipeline.operators import (
     normalise,
     open_operator,
 )
-from shared.pipeline.records import BadRecord, SourceSpec
 from shared.policies.base import Analysis, OperatorDecision
 
 pytestmark = pytest.mark.unit
@@ -207,7 +207,7 @@ def test_instantiate_wraps_a_function_and_gives_a_class_a_fresh_instance(user_mo
 def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
     """Two cores: the CPU-bound operator's micro-batch may run 2 tasks, the waiting one
     1 (its replicas are threads); Spark gets a task slot for each: local[3, F]."""
-    from services.dataplane.job import spark_master, tasks_per_operator
+    from services.dataplane.job import spark_master, tasks_for
     from services.dataplane.slots import Slot, pack
     from shared.settings import DataplaneSettings
 
@@ -221,12 +221,12 @@ def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
         }
     )
     settings = DataplaneSettings(cores=2)
-    assert tasks_per_operator(settings, topo["cpu"]) == 2
-    assert tasks_per_operator(settings, topo["io"]) == 1
+    assert tasks_for(settings, topo["cpu"]) == 2
+    assert tasks_for(settings, topo["io"]) == 1
     assert spark_master(settings, topo) == "local[3,4]"
     # 8 active replicas of the CPU-bound one: 2 tasks of 4 slots each, never 8 processes
     slots = [Slot(j, 0, 10) for j in range(8)]
-    assert [len(g) for g in pack(slots, tasks_per_operator(settings, topo["cpu"]))] == [4, 4]
+    assert [len(g) for g in pack(slots, tasks_for(settings, topo["cpu"]))] == [4, 4]
 
 
 def test_the_cores_cap_rounds_to_the_nearest_whole_replica():

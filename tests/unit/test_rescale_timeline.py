@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.io.rescale_timeline import Rescale, active_count, histogram, summary, with_recovery
+from shared.io.rescale_timeline import Rescale, histogram, summary, with_recovery
 
 pytestmark = pytest.mark.unit
 
@@ -57,10 +57,3 @@ def test_summary_and_histogram():
         "+Inf": 4.0,
     }
     assert total == pytest.approx(2.7)
-
-
-def test_an_unset_count_is_the_minimum_and_every_count_is_within_the_pool():
-    assert active_count(None, 2, 8) == 2
-    assert active_count(b"5", 1, 8) == 5
-    assert active_count(b"12", 1, 8) == 8
-    assert active_count(b"0", 0, 8) == 1

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from shared.model import topology
+from shared.model.engine import EngineModel, Limits
 from shared.model.topology import Operator
 from shared.policies import make_policy
-from shared.simulation.engine import EngineModel, Limits
 from shared.simulation.fluid_queue import gg_c_wait
 from shared.simulation.simulator import simulate
 

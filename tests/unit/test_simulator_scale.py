@@ -2,7 +2,8 @@
 
 import pytest
 
-from shared.model.topology import SOURCE, generated_dag
+from shared.model.synthetic import generated_dag
+from shared.model.topology import SOURCE
 from shared.simulation.fluid_queue import Cohort, coalesce
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from services.dataplane.replica import Occupancy, writes_due
 from services.dataplane.slots import (
     Slot,
     max_events_per_slot,
@@ -15,6 +14,7 @@ from services.dataplane.slots import (
     planned_occupancy,
     serve_seconds,
 )
+from services.dataplane.steps import Occupancy, writes_due
 
 pytestmark = pytest.mark.unit
 

@@ -25,12 +25,19 @@ def follow(rules: Stabilisation, wanted: list[int], start: int = 1) -> list[int]
 
 def test_a_dip_inside_the_window_changes_nothing_and_scale_out_is_never_delayed():
     # window 3: 8, 2, 8, 2 stays at 8; three 2s in a row scale in on the third.
-    assert follow(Stabilisation(scale_down_window=3), [8, 2, 8, 2, 2, 2]) == [8, 8, 8, 8, 8, 2]
+    assert follow(Stabilisation(scale_down_window_intervals=3), [8, 2, 8, 2, 2, 2]) == [
+        8,
+        8,
+        8,
+        8,
+        8,
+        2,
+    ]
     # it scales in to the highest recommendation in the window, not straight to the low,
     # and then waits a whole window before the next scale-in: asks 8, 5, 2, 2, 2 with a
     # 2-interval window see [8], [8, 5], [5, 2] -> 5, then the window restarts at [5, 5]:
     # [5, 2] holds 5, [2, 2] -> 2
-    assert follow(Stabilisation(scale_down_window=2), [8, 5, 2, 2, 2]) == [8, 8, 5, 5, 2]
+    assert follow(Stabilisation(scale_down_window_intervals=2), [8, 5, 2, 2, 2]) == [8, 8, 5, 5, 2]
 
 
 def test_max_step_moves_at_most_that_many_replicas_per_plan():
@@ -43,7 +50,7 @@ def test_without_rules_the_policy_is_followed():
 
 def test_the_plan_service_names_the_rule_that_limited_a_plan():
     topo = topology.load("twitter")
-    planner = Planner(topo, scale_down_window_s=3.0)
+    planner = Planner(topo, rules=Stabilisation(scale_down_window_intervals=3))
 
     def record(interval: int, replicas: int) -> AnalysisRecord:
         need = OperatorNeed(replicas=replicas, current=8)
@@ -65,7 +72,7 @@ def test_the_simulator_runs_the_same_rules():
         arrivals,
         make_policy("pa-sps:basic", topo),
         1.0,
-        stabilisation=Stabilisation(scale_down_window=10),
+        stabilisation=Stabilisation(scale_down_window_intervals=10),
     )
     assert calm.metrics.replica_changes < free.metrics.replica_changes
     assert calm.metrics.processed_ratio >= free.metrics.processed_ratio - 1e-9
@@ -126,9 +133,9 @@ def test_a_steady_fall_is_followed_at_its_latest_ask_a_dip_is_held():
     rule: 8, then 6 (the highest of [6, 5, 4]), held through [6, 6, 3] and [6, 3, 2],
     then 3 (the highest of [3, 2, 2])."""
     asks = [8, 6, 5, 4, 3, 2, 2]
-    falling = Stabilisation(scale_down_window=3, follow_falling_need=True)
+    falling = Stabilisation(scale_down_window_intervals=3, follow_falling_need=True)
     assert follow(falling, asks) == [8, 8, 8, 4, 4, 4, 2]
-    assert follow(Stabilisation(scale_down_window=3), asks) == [8, 8, 8, 6, 6, 6, 3]
+    assert follow(Stabilisation(scale_down_window_intervals=3), asks) == [8, 8, 8, 6, 6, 6, 3]
     # asks 5, 6, 4 from 8: the need rose inside the window, a dip: the highest, 6
     assert follow(falling, [8, 5, 6, 4], start=8) == [8, 8, 8, 6]
 
@@ -198,7 +205,7 @@ def test_the_plan_service_runs_the_calm_preset_unless_told_otherwise(monkeypatch
     monkeypatch.setenv("SPS_SCALE_DOWN_WINDOW_S", "10")
     monkeypatch.setenv("SPS_HOLD_ON_BACKLOG", "false")
     rules = PlanSettings().stabilisation()
-    assert (rules.scale_down_window, rules.hold_on_backlog) == (10, False)
+    assert (rules.scale_down_window_intervals, rules.hold_on_backlog) == (10, False)
     assert rules.scale_down_margin == CALM.scale_down_margin
     monkeypatch.setenv("SPS_STABILISER", "wild")
     with pytest.raises(ValueError, match="unknown stabiliser 'wild'"):
@@ -281,6 +288,6 @@ def test_the_rules_compare_with_the_count_last_planned_not_the_lagging_reported_
     the spike, the next interval still reports 2. Against the report the policy's 2
     looked like no change and the window never held (8, 2, 8, 2 live); against the
     plan it is a scale-in inside the window."""
-    s = Stabiliser(Stabilisation(scale_down_window=3))
+    s = Stabiliser(Stabilisation(scale_down_window_intervals=3))
     assert s.apply({"a": 2}, {"a": 8})[0] == {"a": 8}
     assert s.apply({"a": 2}, {"a": 2}) == ({"a": 8}, {"a": "scale-down window"})

@@ -1,0 +1,92 @@
+"""What every replica slot of one task shares: options, clients, the user's operator, its
+failure guard and the routing view of its successors; and the slot's dead letters."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from services.dataplane.options import SourceOptions
+from services.dataplane.worker import WORKER
+from shared.contracts.action import DeadLetter
+from shared.control.routing import Routers, RoutingView
+from shared.io.knowledge_base import Keys, KnowledgeBase
+from shared.io.rescale_timeline import CountWatch
+from shared.io.tracked_producer import TrackedProducer
+from shared.pipeline.chain import open_runnable
+from shared.pipeline.failures import Failure, FailureGuard
+from shared.pipeline.operators import Context, Runnable
+
+
+@dataclass
+class GroupRun:
+    """What every slot of one task shares: options, clients, the operator."""
+
+    o: SourceOptions
+    operator: str
+    active: int
+
+    def __post_init__(self) -> None:
+        from shared.io.redis_client import redis_client
+
+        o = self.o
+        self.topo = WORKER.get(("topo", o.topology_name, o.topology_doc), o.topology)
+        self.r = WORKER.get(("redis", o.redis_url), lambda: redis_client(o.redis_url))
+        self.keys = Keys(o.prefix)
+        self.kb = KnowledgeBase(self.r, self.keys)
+        self.td = o.td
+        self.producer: TrackedProducer = WORKER.get(
+            ("producer", o.bootstrap, o.redis_url, self.keys.prefix),
+            lambda: TrackedProducer(o.bootstrap, self.r, self.keys),
+        )
+        self.op = self.topo[self.operator]
+        # the user's operator: opened once per worker process (a model, a client), and
+        # its failure guard outlives a batch, so a share of failures spans batches
+        self.impl: Runnable = WORKER.get(
+            ("operator", self.operator, self.op.code, self.keys.prefix), self._open_operator
+        )
+        self.guard: FailureGuard = WORKER.get(
+            ("guard", self.operator, self.keys.prefix),
+            lambda: FailureGuard(
+                self.operator,
+                self.op.on_error,
+                o.failure_share,
+                o.failure_window,
+            ),
+        )
+        self.guard_lock = threading.Lock()
+        self.cost_mode = o.cost_mode
+        self.t_out = o.t_out_s
+        self.successors = [e.dst for e in self.topo.successors[self.operator]]
+        self.successor_names = tuple(self.successors)
+        self.topic = self.keys.topic(self.operator)
+        self.track_ids = o.track_ids
+        # one count watch per worker: its tasks' routers share what they saw
+        watch = WORKER.get(("counts_seen", self.keys.prefix), lambda: CountWatch(self.r, self.keys))
+        self.view = RoutingView(self.kb, self.topo, self.td, watch)
+
+    def _open_operator(self) -> Runnable:
+        return open_runnable(
+            self.topo, self.operator, Context(self.operator, self.r, self.keys.prefix)
+        )
+
+    def routers(self, slot: int) -> Routers:
+        """A slot's routers: the task's slots choose at once from one snapshot."""
+        return Routers(self.view, self.successors, concurrency=self.active, start=slot)
+
+    def dead_letter(
+        self, replica: int, msg: Any, failure: Failure, event_id: str | None = None
+    ) -> None:
+        rec = DeadLetter.of(
+            f"dataplane:{self.operator}",
+            self.topic,
+            msg.value(),
+            failure.reason,
+            partition=replica,
+            offset=msg.offset(),
+            error_type=failure.error_type,
+            traceback=failure.frames,
+            event_id=event_id,
+        )
+        self.producer.produce(self.o.deadletter_topic, rec.encoded(), partition=0)

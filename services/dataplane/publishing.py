@@ -1,0 +1,99 @@
+"""A task's publishing, once per task: sink ids, LAS sketches and Δ replies, utilisation,
+the counters, the offsets processed up to and the task's span, in one Redis pipeline and
+one producer flush."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from services.dataplane.cluster import executor_id
+from services.dataplane.group import GroupRun
+from services.dataplane.steps import SlotResult
+from services.dataplane.worker import WORKER
+from shared.contracts.metrics import OperatorCounters
+from shared.io.knowledge_base import Keys, KnowledgeBase
+
+
+@dataclass(frozen=True)
+class TaskSpan:
+    """When a task served (wall clock) and how many planned records it found waiting:
+    beside the batch log's planning times, what a batch spends with no task serving
+    (``benchmarks/bench_hops.py``)."""
+
+    start: float
+    end: float
+    backlog: int
+
+    def record(self, pipe: Any, kb: KnowledgeBase, operator: str) -> None:
+        kb.log_task(pipe, operator, self.start, self.end, self.backlog)
+
+
+def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
+    """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
+    processed up to (what a drain waits on; with a window, where the next batch starts),
+    the task's span, batched."""
+    pipe = g.r.pipeline(transaction=False)
+    span.record(pipe, g.kb, g.operator)
+    done = {r.replica: r.next_offset for r in results if r.next_offset > r.start}
+    if done:
+        g.kb.record_committed(pipe, g.operator, done)
+        # which executor served how many slots: shows tasks spread over a cluster
+        served_by = WORKER.get("exec", executor_id)
+        g.kb.count_executor(pipe, g.operator, served_by)
+    las = None
+    if g.operator in g.topo.entry_operators and g.o.las:
+        las = WORKER.get(
+            ("las", g.operator, g.keys.prefix), lambda: las_operator(g.r, g.operator, g.keys)
+        )
+    totals = {
+        "processed": sum(r.processed for r in results),
+        "expired": sum(r.expired for r in results),
+        "dead": sum(r.dead for r in results),
+    }
+    g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
+    interval = int(time.time() // g.td)
+    metrics_topic = g.o.metrics_topic
+    for res in results:
+        if res.ids is not None:
+            res.ids.write(pipe)
+        if res.probes:
+            pipe.rpush(g.keys.las_deltas(g.operator), *res.probes)
+        share = min(1.0, res.processed * g.op.et_s / g.td)
+        g.kb.record_utilisation(pipe, g.operator, res.replica, share)
+        if las is not None and res.las_keys:
+            import numpy as np
+
+            las.update_batch(np.asarray(res.las_keys, dtype=np.int64), np.asarray(res.las_times))
+        rec = OperatorCounters(
+            interval=interval,
+            operator=g.operator,
+            replica=res.replica,
+            received_from=res.received_from,
+            processed=res.processed,
+            emitted=res.emitted,
+            emitted_to=res.emitted_to,
+            busy_s=res.busy,
+            dead_lettered=res.dead,
+            expired=res.expired,
+            active_replicas=g.active,
+            latency_ms=res.latencies.values,
+            queuing_ms=res.queuing.values,
+            latency_ms_sum=res.latencies.total,
+            latency_n=res.latencies.n,
+            queuing_ms_sum=res.queuing.total,
+            queuing_n=res.queuing.n,
+        )
+        g.producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
+    pipe.execute()
+    g.producer.p.flush(10)
+
+
+def las_operator(r: Any, operator: str, keys: Keys) -> Any:
+    from shared.las.operator_side import LasOperator
+    from shared.las.redis_store import SketchPublisher
+
+    pub = SketchPublisher(r, operator, keys)
+    return LasOperator(pub.publish_sketch, pub.send_delta, seed=zlib.crc32(operator.encode()))

@@ -1,0 +1,263 @@
+"""A replica slot's per-event steps (arroyo's strategies are the model: each step takes an
+event and hands it on): decode → expire → operate → emit → account, with the replica's
+cost clock (``Occupancy``).
+
+Operator cost comes in two modes (``cost_mode``), beside ``none`` (the operator's own
+work only):
+
+* ``wait``: the replica is occupied ``et_ms`` per event, as an operator bound by a remote
+  call (an enrichment lookup, a database write, a model server) is. It sleeps the rest
+  of ``et_ms`` after its real work, so its capacity is 1/et per replica on any machine:
+  what the embedded demo uses.
+* ``cpu``: the operator's real work plus burned CPU up to ``et_ms``, for clusters with a
+  core per task slot.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.dataplane.group import GroupRun
+from services.dataplane.sample import LatencySample
+from services.dataplane.slots import Slot
+from shared.control.routing import Routers
+from shared.io.envelope import BadEvent, Envelope, decode
+from shared.io.id_ledger import IdBatch
+from shared.pipeline.failures import describe
+from shared.pipeline.operators import Context, normalise
+
+# An operator's ``ctx.writes`` go to Redis in one round trip per this many writes or this
+# many seconds, and at the slot's end. Once per slot and window, as before, a sink's
+# per-event writes (8,000 a slot at 12,000 events/s) ran for ~0.2 s after its window had
+# closed: 14 % of a slot thread's time (py-spy, bench_hops --rate 12000), during which the
+# batch could not end and no task read. Spread out, the same writes overlap the serving.
+WRITES_BATCH = 500
+WRITES_EVERY_S = 0.1
+
+
+def writes_due(stacked: int, since_s: float) -> bool:
+    """Whether ``stacked`` writes, the last sent ``since_s`` ago, go out now."""
+    return stacked >= WRITES_BATCH or (stacked > 0 and since_s >= WRITES_EVERY_S)
+
+
+def _spin(seconds: float) -> None:
+    """``cpu`` cost: burn the core like a real operator would (sleep would free it)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@dataclass
+class Occupancy:
+    """A replica's clock in ``wait``/``cpu`` mode over one micro-batch, whose events are
+    all there when it starts: each event occupies the replica for max(et, real work).
+    The clock runs ahead of the wall by what the replica owes; it sleeps only when ahead
+    by > 2 ms, and an oversleep shortens the next sleep, so sleep granularity neither
+    loses nor adds capacity."""
+
+    mode: str
+    et_s: float
+    free_at: float = field(default_factory=time.perf_counter)
+
+    def end(self, began: float) -> float:
+        """Account for one event whose work started at ``began``; returns the time it
+        occupied the replica."""
+        work = time.perf_counter() - began
+        if self.mode == "cpu" and self.et_s > work:
+            _spin(self.et_s - work)
+        occupied = max(self.et_s, work) if self.mode in ("wait", "cpu") else work
+        self.free_at += occupied  # the batch's events are all waiting: no idle gaps
+        if self.mode == "wait":
+            ahead = self.free_at - time.perf_counter()
+            if ahead > 0.002:
+                time.sleep(ahead)
+        return occupied
+
+    def arrive(self, at: float) -> None:
+        """An event that arrived at ``at`` (perf_counter) while the task ran: a replica
+        idle before it owes nothing for the gap."""
+        self.free_at = max(self.free_at, at)
+
+    def settle(self) -> None:
+        """The batch ends when the replica has served its last event's time."""
+        ahead = self.free_at - time.perf_counter()
+        if self.mode == "wait" and ahead > 0:
+            time.sleep(ahead)
+
+
+@dataclass
+class SlotResult:
+    replica: int
+    received_from: dict[str, float] = field(default_factory=dict)
+    processed: int = 0
+    emitted: int = 0
+    emitted_to: dict[str, float] = field(default_factory=dict)  # per successor, Eq. 6
+    dead: int = 0
+    expired: int = 0
+    busy: float = 0.0
+    latencies: LatencySample = field(default_factory=lambda: LatencySample(200))
+    queuing: LatencySample = field(default_factory=lambda: LatencySample(500))
+    las_keys: list[int] = field(default_factory=list)
+    las_times: list[float] = field(default_factory=list)
+    ids: IdBatch | None = None  # the id ledger's entries, when tracking is on
+    start: int = 0  # the offset the slot began at
+    next_offset: int = 0  # processed up to here (exclusive)
+    probes: list[str] = field(default_factory=list)
+
+
+class SlotRun:
+    """One replica slot's work in one task: ``handle`` each event in offset order, then
+    ``finish``. Clients and routers are set up at the first event, so a slot that gets
+    nothing costs nothing."""
+
+    def __init__(self, g: GroupRun, slot: Slot) -> None:
+        self.g, self.slot = g, slot
+        self.res = SlotResult(slot.replica, ids=IdBatch(g.keys.prefix) if g.track_ids else None)
+        self.res.start = self.res.next_offset = slot.start
+        self.clock = Occupancy(g.cost_mode, g.op.et_s)
+        self.ctx: Context | None = None
+        self.routers: Routers | None = None
+        self.written_at = time.monotonic()
+
+    def _ready(self) -> Context:
+        g = self.g
+        if self.ctx is None:
+            self.ctx = Context(g.operator, g.r, g.keys.prefix, g.r.pipeline(transaction=False))
+        if self.routers is None:
+            self.routers = g.routers(self.slot.replica)
+        self.routers.refresh()
+        return self.ctx
+
+    def handle(self, msg: Any) -> None:
+        """One event through the replica's steps: decode → expire → operate → emit →
+        account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
+        ctx = self._ready()
+        self.res.next_offset = max(self.res.next_offset, (msg.offset() or 0) + 1)
+        ev = self._decode(msg)
+        if ev is None or self._expired(ev):
+            return
+        began = time.perf_counter()
+        outputs = self._operate(ev, ctx, msg)
+        if outputs is None:
+            return
+        occupied = self.clock.end(began)
+        self._emit(ev, outputs, msg.key())
+        self._account(ev, msg, occupied)
+        self._write_out(ctx)
+
+    def _write_out(self, ctx: Context) -> None:
+        """Send the operator's stacked writes when ``WRITES_BATCH`` are waiting or
+        ``WRITES_EVERY_S`` has passed (at least once, as every write: they are sent
+        before the batch's offsets are recorded, so a retried task sends them again)."""
+        now = time.monotonic()
+        if writes_due(len(ctx.writes), now - self.written_at):
+            ctx.writes.execute()
+            self.written_at = now
+
+    def _decode(self, msg: Any) -> Envelope | None:
+        try:
+            return decode(msg.value())
+        except BadEvent as exc:  # not an envelope: not from this project's producers
+            self.res.dead += 1
+            self.g.dead_letter(self.slot.replica, msg, describe(exc))
+            return None
+
+    def _expired(self, ev: Envelope) -> bool:
+        g, ids = self.g, self.res.ids
+        if g.t_out and time.time() - (ev.adm or ev.ts) > g.t_out:
+            self.res.expired += 1  # PA-SPS t_out: too old to be worth processing
+            if ids is not None:
+                ids.add(g.operator, "expired", ev.id)
+            return True
+        return False
+
+    def _operate(
+        self, ev: Envelope, ctx: Context, msg: Any
+    ) -> list[tuple[str | None, bytes]] | None:
+        """The user's code on one event, its outputs encoded; ``None``: it raised, and
+        the event is dead-lettered (or the guard stops the dataplane: ``on_error``)."""
+        g = self.g
+        ctx.event_id = ev.id
+        try:
+            result = normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
+            if g.successors:
+                outputs = [(d, ev.forward(g.operator, payload).encode()) for d, payload in result]
+            elif g.op.output:  # a sink's outputs, as its output topic carries them
+                outputs = [(None, output_record(ev.id, payload)) for _, payload in result]
+            else:
+                outputs = []
+        except Exception as exc:  # the user's code: any exception is its failure
+            failure = describe(exc)
+            with g.guard_lock:
+                g.guard.failed(failure)  # raises OperatorFailing when it must stop
+            self.res.dead += 1
+            g.dead_letter(self.slot.replica, msg, failure, ev.id)
+            if self.res.ids is not None:
+                self.res.ids.add(g.operator, "dead", ev.id)
+            return None
+        with g.guard_lock:
+            g.guard.ok()
+        return outputs
+
+    def _account(self, ev: Envelope, msg: Any, occupied: float) -> None:
+        g, res = self.g, self.res
+        res.busy += occupied
+        res.processed += 1
+        if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
+            res.probes.append(f"{ev.id} {time.time() - ev.lasc!r}")
+        if ev.adm is not None:
+            res.queuing.add(1000.0 * (time.time() - ev.adm))
+        res.received_from[ev.src] = res.received_from.get(ev.src, 0.0) + 1
+        if g.operator in g.topo.entry_operators:
+            res.las_keys.append(las_key(msg.key(), ev))
+            res.las_times.append(occupied)
+        if res.ids is not None:
+            res.ids.add(g.operator, "processed", ev.id)
+        if not g.successors:
+            res.latencies.add(1000.0 * (time.time() - ev.ts))
+
+    def _emit(self, ev: Envelope, outputs: list[tuple[str | None, bytes]], key: Any) -> None:
+        g, res = self.g, self.res
+        if not g.successors:  # a sink: its outputs go to its output topic, if it has one
+            if g.op.output:
+                for _, body in outputs:
+                    g.producer.produce(g.op.output, body, None, key)
+            return
+        routers = self.routers
+        assert routers is not None  # set up by _ready before the event's first step
+        for dst, body in outputs:
+            for s in [dst] if dst is not None else g.successors:
+                g.producer.produce(g.keys.topic(s), body, partition=routers.choose(s), key=key)
+                res.emitted += 1
+                res.emitted_to[s] = res.emitted_to.get(s, 0.0) + 1
+                if res.ids is not None:
+                    res.ids.add(s, "sent", ev.id)
+
+    def finish(self) -> SlotResult:
+        self.clock.settle()
+        if self.ctx is not None:
+            self.ctx.writes.execute()  # what is left of the operator's writes (_write_out)
+        return self.res
+
+
+def las_key(key: bytes | None, ev: Envelope) -> int:
+    """The attribute the LAS sketches key on: the record key the ingress set."""
+    return zlib.crc32(key if key else ev.id.encode()) % ((1 << 31) - 1)
+
+
+def output_record(event_id: str, value: Any) -> bytes:
+    """A sink's output as its topic carries it: ``{"id", "value"}`` (bytes as base64)."""
+    import orjson
+
+    return orjson.dumps({"id": event_id, "value": value}, default=_b64)
+
+
+def _b64(value: Any) -> Any:
+    if isinstance(value, bytes):
+        import base64
+
+        return base64.b64encode(value).decode()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

@@ -1,0 +1,44 @@
+"""What every process on this machine reads (services, command line and tests alike),
+below the services' settings so that the embedded servers and the trace loader can read it
+(``shared.settings`` re-exports it)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def described(default: Any, description: str, **constraints: Any) -> Any:
+    """A field with its description (the README's settings table is generated from it)."""
+    return Field(default=default, description=description, **constraints)
+
+
+class LocalSettings(BaseSettings):
+    """What every process on this machine reads, services, command line and tests alike."""
+
+    model_config = SettingsConfigDict(env_prefix="SPS_", extra="ignore")
+
+    log_level: str = described("INFO", "Python logging level of every process (DEBUG, INFO, ...).")
+    embedded_broker: Literal["kafka", "tansu"] = described(
+        "kafka", "The broker `up`, `demo` and the tests start when none is given: Apache Kafka."
+    )
+    kafka_home: str | None = described(
+        None, "Apache Kafka's unpacked distribution (default: ~/.cache/elastic-sps/kafka-*)."
+    )
+    trace_dir: str | None = Field(
+        default=None,
+        validation_alias="ELASTIC_SPS_TRACE_DIR",
+        description="A folder of trace CSVs that trace names are also looked up in.",
+    )
+    external_kafka: str | None = Field(
+        default=None,
+        validation_alias="KAFKA_BOOTSTRAP_SERVERS",
+        description="`up`, `demo` and the tests use this broker instead of starting one.",
+    )
+    external_redis: str | None = Field(
+        default=None,
+        validation_alias="REDIS_URL",
+        description="`up`, `demo` and the tests use this Redis instead of starting one.",
+    )
