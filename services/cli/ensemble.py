@@ -37,6 +37,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             extra_env=goal_env(args),
             warmup_s=args.warmup,
             events_file=args.events,
+            cycle=args.cycle,
         )
         if args.json:
             print(json.dumps(out["report"]))
@@ -98,7 +99,18 @@ def _events_argument(p: Any) -> None:
         "--events",
         metavar="FILE",
         help="JSON lines, one payload each, produced as plain records to the source topic "
-        "(cycled at the trace's rate; default: the topology's sample events or generator)",
+        "at the trace's rate (default: the topology's sample events or generator)",
+    )
+
+
+def _cycle_argument(p: Any) -> None:
+    p.add_argument(
+        "--cycle",
+        action="store_true",
+        default=None,
+        help="start the events file again when it ends; without it a file whose records "
+        "carry their ids (source.id: field:...) must hold the whole run (the report says "
+        "when ids repeat)",
     )
 
 
@@ -297,6 +309,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true")
     _events_argument(p)
+    _cycle_argument(p)
     _goal_arguments(p)
     p.set_defaults(func=cmd_demo)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,15 @@ from rich.live import Live
 
 from services.ensemble import report as report_mod
 from services.ensemble.live_view import Feed, render
-from services.ensemble.replay import WARMUP_S, played, replay, warmup_ticks
+from services.ensemble.replay import (
+    WARMUP_S,
+    events_needed,
+    ids_from_field,
+    played,
+    replay,
+    sample_events,
+    warmup_ticks,
+)
 from services.ensemble.supervisor import measured_topology, up
 from shared.control.stabilise import Stabilisation
 from shared.io import id_ledger, rescale_timeline
@@ -95,12 +103,16 @@ def run(
     during: Callable[[Any], None] | None = None,
     warmup_s: float | None = None,
     events_file: str | Path | None = None,
+    cycle: bool | None = None,
 ) -> dict[str, Any]:
     """``during(ensemble)``, if given, runs in a thread beside the replay (the fault
     benchmark injects its fault there). ``warmup_s``: seconds of traffic at a quarter of
     the peak before the measured replay (``replay.warmup_ticks``; default ``WARMUP_S``).
     ``events_file``: JSON lines of payloads, produced as plain records to the source
-    topic (default: the topology's sample events or generator)."""
+    topic (default: the topology's sample events or generator); the warm-up and the
+    measured replay send one sequence of them. ``cycle``: start the file again when it
+    ends (``replay.sample_events``: by default only when ids do not come from a field;
+    a file too short for the run is an error before anything starts)."""
     run_dir = run_dir or Path(f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
     topology = measured_topology(topology, run_dir, events_file)
@@ -108,6 +120,12 @@ def run(
     trace = traces.load(trace_name)
     peak = peak_rate if peak_rate is not None else default_peak(topo)
     ticks = played(trace, trace.duration_s / duration, peak)
+    warm_ticks = warmup_ticks(
+        WARMUP_S if warmup_s is None else warmup_s, min(peak, default_peak(topo))
+    )
+    needed = events_needed(warm_ticks, ticks)
+    events = sample_events(topo, events_file, cycle=cycle, needed=needed)
+    ids_repeat = bool(cycle) and ids_from_field(topo)
     # every event's fate by id, per stage (shared/io/id_ledger.py): the report's `lost`
     env = {"SPS_TRACK_IDS": "true", **(extra_env or {})}
     with up(topology, run_dir, policy, predictor, tau_ms, extra_env=env) as ens:
@@ -119,16 +137,17 @@ def run(
             ens.bootstrap,
             input_topic(topo, ServiceSettings().topics),
             topo,
-            warmup_ticks(WARMUP_S if warmup_s is None else warmup_s, min(peak, default_peak(topo))),
-            events_file=events_file,
+            warm_ticks,
+            events=events,
         )
         _drain(redis_client(ens.redis_url), ens.env["SPS_KEY_PREFIX"], topo, ens, 90, lambda: None)
         replayed = _replay_and_drain(
-            ens, topo, ticks, events_file, during, console if live else None, drain_s, warm
+            ens, topo, ticks, events, during, console if live else None, drain_s, warm
         )
         time.sleep(2)
         got = _collect(ens, topo, run_dir, tracked=env["SPS_TRACK_IDS"] == "true")
     rep, intervals = _report(topo, replayed, got, run_dir, peak, tau_ms)
+    rep["ids_repeat"] = ids_repeat  # --cycle over a file whose records carry their ids
     if compare_static:  # what the simulator says the baselines would have done
         rep["simulated"] = _simulated(topology, trace_name, duration, peak, policy, predictor, env)
     measured = report_mod.replay_window(
@@ -154,7 +173,7 @@ def _replay_and_drain(
     ens: Any,
     topo: topology_mod.Topology,
     ticks: Any,
-    events_file: str | Path | None,
+    events: Iterator[bytes],
     during: Callable[[Any], None] | None,
     console: Console | None,
     drain_s: float,
@@ -178,7 +197,7 @@ def _replay_and_drain(
             stop,
             sent_by_interval=out.by_interval,
             td=td,
-            events_file=events_file,
+            events=events,
         )
 
     t = threading.Thread(target=play, daemon=True)

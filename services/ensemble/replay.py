@@ -4,6 +4,7 @@ each with a unique id and its send timestamp."""
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -18,16 +19,49 @@ from shared.model.traces import Trace
 from shared.pipeline.samples import record_bytes, sample_payloads
 
 
+class EventsTooShort(ValueError):
+    """The events file ends before the run does, and its records name their own ids."""
+
+
+def ids_from_field(topo: Topology) -> bool:
+    return topo.source.id.startswith("field:")
+
+
 def sample_events(
-    topo: Topology, events_file: str | Path | None = None, seed: int = 0
+    topo: Topology,
+    events_file: str | Path | None = None,
+    seed: int = 0,
+    cycle: bool | None = None,
+    needed: int | None = None,
 ) -> Iterator[bytes]:
-    """Records as a user's producer would write them to the source topic, cycled
-    (``shared.pipeline.samples``); keyed counters when the topology names no samples."""
+    """Records as a user's producer would write them to the source topic
+    (``shared.pipeline.samples``), one sequence for the whole run; keyed counters when
+    the topology names no samples. ``cycle``: start the records again when they run out;
+    by default only when ids do not come from a field (a record replayed with its own id
+    is a duplicate of the first, not a new event). Without cycling, ``needed`` records
+    more than the file holds is an error (``EventsTooShort``) before anything is sent."""
     fmt = topo.source.format
     payloads = sample_payloads(topo, events_file, seed)
     if payloads is None:
         return (record_bytes({"key": f"k{k % 4096}", "value": k}, fmt) for k in itertools.count())
-    return itertools.cycle([record_bytes(p, fmt) for p in payloads])
+    records = [record_bytes(p, fmt) for p in payloads]
+    if cycle is None:
+        cycle = not ids_from_field(topo)
+    if cycle:
+        return itertools.cycle(records)
+    if needed is not None and needed > len(records):
+        where = events_file or topo.source.sample_events or topo.source.generator
+        raise EventsTooShort(
+            f"{where}: {len(records):,} events, the run sends {needed:,}; ids come from "
+            f"{topo.source.id!r}, so replaying the file again would repeat them: give a "
+            "longer file, a shorter or slower run, or --cycle (the report then says ids repeat)"
+        )
+    return iter(records)
+
+
+def events_needed(*ticks: np.ndarray) -> int:
+    """The most records playing ``ticks`` one after the other can send."""
+    return int(sum(math.ceil(float(np.sum(t))) for t in ticks))
 
 
 def played(trace: Trace, speedup: float, peak_eps: float | None) -> np.ndarray:
@@ -70,14 +104,17 @@ def replay(
     sent_by_interval: dict[int, int] | None = None,
     td: float = 1.0,
     events_file: str | Path | None = None,
+    events: Iterator[bytes] | None = None,
 ) -> int:
     """Play ``ticks`` (events per 100 ms) into ``topic`` as plain records (the source's
     format; the ingress gives each its id, by default topic/partition/offset); each
     record's Kafka timestamp is its tick's send time, which the ingress counts λ_G(t) and
     latency by. ``sent_by_interval``, if given, receives the events sent per interval of
-    ``td`` seconds (the ground truth)."""
+    ``td`` seconds (the ground truth). ``events``: the records to send, shared by the
+    replays of one run (default: the topology's, from the start)."""
     producer = Producer(kafka_config(bootstrap, **{"linger.ms": 10}))
-    events = sample_events(topo, events_file, seed)
+    if events is None:
+        events = sample_events(topo, events_file, seed)
     sent = 0
     owed = 0.0
     start = time.monotonic()
@@ -87,20 +124,19 @@ def replay(
         owed += float(n)
         whole = int(owed)
         owed -= whole
-        now = time.time()
-        stamp = int(now * 1000)
-        if sent_by_interval is not None and whole:
-            k_iv = int(stamp / 1000 // td)
-            sent_by_interval[k_iv] = sent_by_interval.get(k_iv, 0) + whole
-        for _ in range(whole):
-            record = next(events)
+        stamp = int(time.time() * 1000)
+        batch = list(itertools.islice(events, whole))  # fewer: an uncycled file ended
+        for record in batch:
             while True:
                 try:
                     producer.produce(topic, record, timestamp=stamp)
                     break
                 except BufferError:
                     producer.poll(0.05)
-            sent += 1
+        sent += len(batch)
+        if sent_by_interval is not None and batch:
+            k_iv = int(stamp / 1000 // td)
+            sent_by_interval[k_iv] = sent_by_interval.get(k_iv, 0) + len(batch)
         producer.poll(0)
         delay = start + (k + 1) * 0.1 - time.monotonic()
         if delay > 0:

@@ -327,7 +327,8 @@ def summary_lines(r: dict[str, Any]) -> list[tuple[str, str]]:
             f"sent {_n(r.get('sent'))} · shed {_n(r.get('shed'))} · completed "
             f"{_n(r.get('completed'))} · expired {_n(r.get('expired'))} · dead-lettered "
             f"{_n(r.get('dead_lettered'))} · lost {_n(r.get('lost'))} "
-            f"({r.get('lost_counted_by') or 'by count'}) · duplicates {_n(r.get('duplicates'))}",
+            f"({r.get('lost_counted_by') or 'by count'}) · duplicates {_n(r.get('duplicates'))}"
+            + (" (ids repeat: the events file was cycled)" if r.get("ids_repeat") else ""),
         ),
         (
             "latency",

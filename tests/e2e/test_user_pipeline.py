@@ -3,7 +3,8 @@ outside the repository, a topology naming its functions, raw JSON records (no en
 on the user's own input topic, an output topic; a real broker, redis-server and Spark,
 a rescale in the middle of the stream. `square` declares its cost (5 ms an event, the
 demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured. Run
-twice: the two operators apart, and chained into one (`chain: true`, one pool)."""
+twice: the two operators apart with ids by offset, and chained into one (`chain: true`,
+one pool) with ids from a field of the records (`id: field:n`)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,11 @@ def chain(request) -> bool:
 def user_project(tmp_path_factory, chain) -> Path:
     root = tmp_path_factory.mktemp("user-project")
     write_package(root)
-    (root / "squares.yaml").write_text(TOPOLOGY + ("chain: true\n" if chain else ""))
-    write_readings(root / "readings.jsonl", 200, bad_every=50)
+    doc = TOPOLOGY + ("chain: true\n" if chain else "")
+    if chain:  # each reading carries its id: the file is read once, never cycled
+        doc = doc.replace("format: json,", 'format: json, id: "field:n",')
+    (root / "squares.yaml").write_text(doc)
+    write_readings(root / "readings.jsonl", 12_000 if chain else 200, bad_every=50)
     return root
 
 
@@ -88,25 +92,26 @@ def user_run(user_project, tmp_path_factory, chain):
         sys.path.remove(str(user_project))
 
 
-def test_the_output_topic_holds_each_events_output_once(user_run, user_project):
+def test_the_output_topic_holds_each_events_output_once(user_run, user_project, chain):
+    """The warm-up and the measured replay send one sequence of the file: the k-th
+    record sent is the file's k-th (cycled by offset ids, never by field ids)."""
     readings = [json.loads(x) for x in (user_project / "readings.jsonl").read_text().splitlines()]
     sent = user_run["sent"]
     assert sent > 500 and user_run["lost"] == 0 and user_run["shed"] == 0
+    assert user_run["ids_repeat"] is False
     out_file = Path(user_run["outputs"]["user.results"])
     rows = [json.loads(x) for x in out_file.read_text().splitlines()]
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids)), "an event's output appeared twice"
-    # ids are topic/partition/offset; the replay cycles the sample file from its start
-    # twice (the warm-up, then the trace), so offset k's payload is known here
-    warm = user_run["warmup_sent"]
     expected = {}
-    for offset in range(sent):
-        k = offset if offset < warm else offset - warm
+    for k in range(sent):
         value = expected_value(readings[k % len(readings)])
         if value is not None:
-            expected[f"user.readings/0/{offset}"] = value
+            expected[str(k) if chain else f"user.readings/0/{k}"] = value
     got = {r["id"]: r["value"]["v"] for r in rows}
     assert got == expected
+    # the report agrees with the file: every output once, nothing processed twice
+    assert user_run["completed"] == len(rows) and user_run["duplicates"] == 0
 
 
 def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, chain):

@@ -113,7 +113,6 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     760; the rest is shed, none lost. Once the plan is no longer short: no bound."""
 
     from services.ingress.core import Gate
-    from shared.io.tracked_producer import ends_key
 
     keys = Keys("bound")
     ex = Executor(redis_client, TOPO, keys)
@@ -121,7 +120,7 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     short = plan(1, parse=8, classify_content=2).model_copy(update={"short": ["classify_content"]})
     assert ex.apply(short).status == "applied"
     topic = keys.topic("classify_content")
-    redis_client.hset(ends_key(keys, topic), mapping={"0": 300, "1": 300})
+    redis_client.hset(keys.ends(topic), mapping={"0": 300, "1": 300})
     goal_s = 1.6144 + 1e-9  # the 1e-9: 0.5 s left, not 0.4999...
     gate = Gate(TOPO, redis_client, keys, 500.0, scale_first=True, goal_s=goal_s, td=1.0)
     gate.refresh(force=True)
@@ -139,7 +138,7 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     # 0.85 x 8 / 2.5 ms = 2,720 events/s; 4,800 - 2,720 x 0.5 = 3,440 queued;
     # a ≤ 2,720 x 1.5 - 3,440 = 640.
     assert ex.apply(plan(3, parse=8, classify_content=8)).status == "applied"
-    redis_client.hset(ends_key(keys, topic), mapping={str(j): 600 for j in range(8)})
+    redis_client.hset(keys.ends(topic), mapping={str(j): 600 for j in range(8)})
     gate.budget_interval = -1
     gate.refresh(force=True)
     assert gate.las is not None and gate.las.held  # LAS waits for a short plan...
