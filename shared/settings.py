@@ -255,6 +255,12 @@ class DataplaneSettings(ServiceSettings):
         le=1,
     )
     operator_failure_window: int = _f(200, "The events that share is taken over.", ge=1)
+    idle_s: float = _f(
+        5.0,
+        "A window operator's input (an upstream replica, a source partition) that delivered "
+        "nothing for this long no longer holds its windows open (Flink's withIdleness).",
+        gt=0,
+    )
     sample_events: str | None = _f(
         None, "JSON lines to measure operators without et_ms on (default: the topology's)."
     )

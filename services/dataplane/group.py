@@ -17,6 +17,7 @@ from shared.io.tracked_producer import TrackedProducer
 from shared.pipeline.chain import open_runnable
 from shared.pipeline.failures import Failure, FailureGuard
 from shared.pipeline.operators import Context, Runnable
+from shared.pipeline.stateful import AggregateOperator, WindowAggregator
 
 
 @dataclass
@@ -55,6 +56,11 @@ class GroupRun:
                 o.failure_window,
             ),
         )
+        # a window operator's aggregate, with its windows' assignment and firing
+        self.aggregator: WindowAggregator | None = None
+        if self.op.window is not None:
+            assert isinstance(self.impl, AggregateOperator)
+            self.aggregator = WindowAggregator(self.op, self.impl.aggregate, o.idle_s)
         self.guard_lock = threading.Lock()
         self.cost_mode = o.cost_mode
         self.t_out = o.t_out_s

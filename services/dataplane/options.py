@@ -42,6 +42,7 @@ class SourceOptions(BaseModel):
     partition_ends: Literal["registry", "watermarks"] = "watermarks"
     failure_share: float = 0.5
     failure_window: int = 200
+    idle_s: float = 5.0  # a window operator's input silent this long holds no window open
 
     @classmethod
     def build(
@@ -70,6 +71,7 @@ class SourceOptions(BaseModel):
             partition_ends=settings.partition_ends,
             failure_share=settings.operator_failure_share,
             failure_window=settings.operator_failure_window,
+            idle_s=settings.idle_s,
         )
 
     def to_spark(self) -> dict[str, str]:

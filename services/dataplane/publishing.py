@@ -11,6 +11,7 @@ from typing import Any
 
 from services.dataplane.cluster import executor_id
 from services.dataplane.group import GroupRun
+from services.dataplane.keyed_slot import handover_pause
 from services.dataplane.steps import SlotResult
 from services.dataplane.worker import WORKER
 from shared.contracts.metrics import OperatorCounters
@@ -38,8 +39,11 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
     pipe = g.r.pipeline(transaction=False)
     span.record(pipe, g.kb, g.operator)
     done = {r.replica: r.next_offset for r in results if r.next_offset > r.start}
-    if done:
+    if g.op.stateful:  # state and offsets at once, per partition (state_store.py)
+        commit_state(g, results)
+    elif done:
         g.kb.record_committed(pipe, g.operator, done)
+    if done:
         # which executor served how many slots: shows tasks spread over a cluster
         served_by = WORKER.get("exec", executor_id)
         g.kb.count_executor(pipe, g.operator, served_by)
@@ -52,6 +56,8 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
         "processed": sum(r.processed for r in results),
         "expired": sum(r.expired for r in results),
         "dead": sum(r.dead for r in results),
+        "late": sum(r.late for r in results),
+        "fired": sum(r.fired for r in results),
     }
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
     interval = int(time.time() // g.td)
@@ -89,6 +95,21 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
         g.producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
     pipe.execute()
     g.producer.p.flush(10)
+
+
+def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
+    """Each partition's state with the offset it reflects; a partition whose owner
+    changed records how long its events waited for the move (``handover_pause``)."""
+    for res in results:
+        keyed = res.keyed
+        if keyed is None:
+            continue
+        if keyed.first_at is not None:
+            pause = handover_pause(g, keyed.partition, keyed.owner, keyed.first_at)
+            if pause is not None:
+                g.kb.record_pause(g.operator, keyed.partition, pause, keyed.first_at)
+        if res.next_offset > res.start or keyed.store.committed is None:
+            keyed.commit(res.next_offset)
 
 
 def las_operator(r: Any, operator: str, keys: Keys) -> Any:

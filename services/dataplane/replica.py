@@ -23,40 +23,60 @@ from services.dataplane.steps import SlotResult, SlotRun
 from services.dataplane.worker import WORKER, threads
 
 
-def serve_slot(
-    g: GroupRun, slot: Slot, msgs: list[Any], feed: SimpleQueue | None = None, deadline: float = 0
-) -> SlotResult:
-    """The slot's planned offset range [start, end) (offsets can skip, markers: the slot
-    is done up to ``end`` whatever its last record's offset), then, with a window, what
+def serve_replica(
+    g: GroupRun,
+    slots: list[Slot],
+    records: dict[int, list[Any]],
+    feed: SimpleQueue | None = None,
+    deadline: float = 0,
+) -> list[SlotResult]:
+    """One replica's slots (a keyed operator's replica serves several partitions, one
+    clock): each planned offset range [start, end) (offsets can skip, markers: a slot is
+    done up to ``end`` whatever its last record's offset), then, with a window, what
     arrives on ``feed`` until ``deadline`` (a drain has none): an event taken after the
-    deadline is left for the next batch, so the slot's progress stays contiguous."""
-    run = SlotRun(g, slot)
-    for msg in msgs:
-        run.handle(msg)
-    run.res.next_offset = max(run.res.next_offset, slot.end)
+    deadline is left for the next batch, so each slot's progress stays contiguous."""
+    runs = {s.replica: SlotRun(g, s) for s in slots}
+    clock = runs[slots[0].replica].clock
+    for s in slots:
+        run = runs[s.replica]
+        run.clock = clock
+        for msg in records[s.replica]:
+            run.handle(msg)
+        run.res.next_offset = max(run.res.next_offset, s.end)
     while feed is not None:
         item = feed.get()
         if item is WINDOW_END or time.monotonic() > deadline:
             break
         msg, arrived = item
-        run.clock.arrive(arrived)
-        run.handle(msg)
-    return run.finish()
+        clock.arrive(arrived)
+        runs[msg.partition() or 0].handle(msg)
+    return [run.finish() for run in runs.values()]
+
+
+def by_replica(slots: tuple[Slot, ...]) -> list[list[Slot]]:
+    out: dict[int, list[Slot]] = {}
+    for s in slots:
+        out.setdefault(s.replica_id, []).append(s)
+    return list(out.values())
 
 
 def run_windowed(
     g: GroupRun, slots: tuple[Slot, ...], records: dict[int, list[Any]], deadline: float
 ) -> list[SlotResult]:
-    """Every slot in its own thread; the live ones go on with what upstream produces until
-    ``deadline``, so an event crosses several operators within one micro-batch."""
-    feeds: dict[int, SimpleQueue] = {s.replica: SimpleQueue() for s in slots if not s.drain}
+    """Every replica in its own thread; the live ones go on with what upstream produces
+    until ``deadline``, so an event crosses several operators within one micro-batch."""
+    replicas = by_replica(slots)
+    queues: dict[int, SimpleQueue] = {
+        r[0].replica_id: SimpleQueue() for r in replicas if not r[0].drain
+    }
+    feeds = {s.replica: queues[s.replica_id] for s in slots if not s.drain}
     futures = [
-        threads().submit(serve_slot, g, s, records[s.replica], feeds.get(s.replica), deadline)
-        for s in slots
+        threads().submit(serve_replica, g, r, records, queues.get(r[0].replica_id), deadline)
+        for r in replicas
     ]
     starts = {s.replica: s.end for s in slots if not s.drain}
     feed_window(g.o, g.topic, feeds, starts, deadline)
-    return [f.result() for f in futures]
+    return [res for f in futures for res in f.result()]
 
 
 def run_group(
@@ -73,10 +93,10 @@ def run_group(
     window = o.task_window_s
     if window > 0:
         results = run_windowed(g, slots, records, began + max(window, serve_s))
-    elif len(slots) > 1:
-        results = list(threads().map(lambda s: serve_slot(g, s, records[s.replica]), slots))
     else:
-        results = [serve_slot(g, s, records[s.replica]) for s in slots]
+        replicas = by_replica(slots)
+        served = threads().map(lambda r: serve_replica(g, r, records), replicas)
+        results = [res for group in served for res in group]
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
     publish(g, results, TaskSpan(began_at, time.time(), backlog))
     by_slot = {s.replica: s for s in slots}

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from shared.model.keyed import owner
+
 
 class SlotRow(NamedTuple):
     """What a task reports per slot served: a row of the source's schema."""
@@ -41,6 +43,12 @@ class Slot:
     end: int
     drain: bool = False  # an inactive slot emptying what it still holds
     standby: bool = False  # an inactive slot with nothing to do, served for the window
+    owner: int = -1  # a keyed operator's: the active replica serving this partition
+
+    @property
+    def replica_id(self) -> int:
+        """The replica (thread, clock) that serves the slot."""
+        return self.owner if self.owner >= 0 else self.replica
 
     @property
     def events(self) -> int:
@@ -80,22 +88,41 @@ def plan_slots(
     return slots
 
 
+def plan_keyed_slots(
+    start: dict, end: dict, pool: int, active: int, progress: dict | None = None
+) -> list[Slot]:
+    """A keyed operator's: every partition, each served by the active replica owning it
+    (``shared.model.keyed.owner``); a partition starts where its state was committed
+    (the knowledge base holds both), else at Spark's offset."""
+    slots = []
+    for j in range(pool):
+        s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
+        if progress is not None and str(j) in progress:
+            s = int(progress[str(j)])
+            e = max(e, s)
+        slots.append(Slot(j, s, e, owner=owner(j, pool, active)))
+    return slots
+
+
 def pack(slots: list[Slot], tasks: int, keep_idle: bool = False) -> list[tuple[Slot, ...]]:
     """Spread the slots that have events over at most ``tasks`` groups, largest first onto
-    the lightest group (LPT), so the tasks of one micro-batch end at about the same time.
-    Always at least one group: Spark still runs the batch and commits its offsets.
-    ``keep_idle``: active slots with nothing planned are served too (they read what
-    arrives during the task's window)."""
-    busy = sorted(
-        (s for s in slots if s.events or (keep_idle and not s.drain)), key=lambda s: -s.events
-    )
+    the lightest group (LPT), so the tasks of one micro-batch end at about the same time;
+    the slots of one replica (a keyed operator's partitions) stay together. Always at
+    least one group: Spark still runs the batch and commits its offsets. ``keep_idle``:
+    active slots with nothing planned are served too (they read what arrives during the
+    task's window)."""
+    bundles: dict[int, list[Slot]] = {}
+    for s in slots:
+        if s.events or (keep_idle and not s.drain):
+            bundles.setdefault(s.replica_id, []).append(s)
+    busy = sorted(bundles.values(), key=lambda b: -sum(s.events for s in b))
     n = max(1, min(tasks, len(busy)))
     groups: list[list[Slot]] = [[] for _ in range(n)]
     load = [0] * n
-    for s in busy:
+    for b in busy:
         k = load.index(min(load))
-        groups[k].append(s)
-        load[k] += s.events or 1  # idle slots (keep_idle) spread too
+        groups[k].extend(b)
+        load[k] += sum(s.events for s in b) or 1  # idle slots (keep_idle) spread too
     return [tuple(g) for g in groups]
 
 

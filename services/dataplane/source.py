@@ -23,6 +23,7 @@ from services.dataplane.slots import (
     capped_end,
     max_events_per_slot,
     pack,
+    plan_keyed_slots,
     plan_slots,
     planned_occupancy,
     serve_seconds,
@@ -183,17 +184,7 @@ class OperatorReader(DataSourceStreamReader):
         active = self._active()
         self._record_effects(active)
         progress = self._progress()
-        planned = {
-            op: plan_slots(
-                start.get(op, {}),
-                end.get(op, {}),
-                self._pool(op),
-                active[op],
-                progress.get(op),
-                standby=self.windowed,
-            )
-            for op in self.operators
-        }
+        planned = {op: self._plan(op, start, end, active[op], progress) for op in self.operators}
         serve_s = self._serve_seconds(planned)
         tasks: list[InputPartition] = []
         kb = self._kb()
@@ -216,6 +207,12 @@ class OperatorReader(DataSourceStreamReader):
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
 
+    def _plan(self, op: str, start: dict, end: dict, active: int, progress: dict) -> list[Slot]:
+        s, e, pool = start.get(op, {}), end.get(op, {}), self._pool(op)
+        if self._topology()[op].stateful:
+            return plan_keyed_slots(s, e, pool, active, progress.get(op))
+        return plan_slots(s, e, pool, active, progress.get(op), standby=self.windowed)
+
     def _serve_seconds(self, planned: dict[str, list[Slot]]) -> float:
         """Windowed: every task of the batch serves as long as its longest planned slot."""
         if not self.windowed:
@@ -236,9 +233,26 @@ class OperatorReader(DataSourceStreamReader):
 
         now = time.time()
         for op in self.operators:
-            if active[op] != self._last_active.get(op):
+            before = self._last_active.get(op)
+            if active[op] != before:
                 record_effect(self._redis(), self._keys(), op, active[op], now)
+                if before is not None and self._topology()[op].stateful:
+                    self._record_move(op, before, active[op], now)
         self._last_active = dict(active)
+
+    def _record_move(self, op: str, before: int, after: int, now: float) -> None:
+        """A keyed operator's resize: which partitions and key groups change owner, and
+        the bytes of state they hold (read by their new owners, never copied)."""
+        from shared.io.state_store import state_bytes
+        from shared.model.keyed import groups_of_partition, moved_partitions
+
+        spec = self._topology()[op]
+        moved = moved_partitions(spec.max_replicas, before, after)
+        groups = [
+            g for p in moved for g in groups_of_partition(p, spec.key_groups, spec.max_replicas)
+        ]
+        size = state_bytes(self._redis(), self._keys(), op, groups)
+        self._kb().record_move(op, before, after, moved, len(groups), size, now)
 
     def commit(self, end: dict) -> None:
         """The batch up to ``end`` is done: publish each operator's queue left behind

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.dataplane.group import GroupRun
+from services.dataplane.keyed_slot import KeyedSlot, window_envelope
 from services.dataplane.sample import LatencySample
 from services.dataplane.slots import Slot
 from shared.control.routing import Routers
 from shared.io.envelope import BadEvent, Envelope, decode
 from shared.io.id_ledger import IdBatch
-from shared.pipeline.failures import describe
-from shared.pipeline.operators import Context, normalise
+from shared.pipeline.failures import Failure, describe
+from shared.pipeline.operators import Context, Output, normalise
+from shared.pipeline.stateful import Late, NoKey
 
 # An operator's ``ctx.writes`` go to Redis in one round trip per this many writes or this
 # many seconds, and at the slot's end. Once per slot and window, as before, a sink's
@@ -97,6 +99,9 @@ class SlotResult:
     emitted_to: dict[str, float] = field(default_factory=dict)  # per successor, Eq. 6
     dead: int = 0
     expired: int = 0
+    late: int = 0  # window events that arrived after their windows closed
+    fired: int = 0  # windows closed and emitted
+    keyed: Any = None  # a keyed operator's KeyedSlot: committed after the flush
     busy: float = 0.0
     latencies: LatencySample = field(default_factory=lambda: LatencySample(200))
     queuing: LatencySample = field(default_factory=lambda: LatencySample(500))
@@ -121,6 +126,8 @@ class SlotRun:
         self.ctx: Context | None = None
         self.routers: Routers | None = None
         self.written_at = time.monotonic()
+        # a keyed or window operator's partition state, committed with its offset
+        self.keyed = KeyedSlot(g, slot.replica, slot.owner) if g.op.stateful else None
 
     def _ready(self) -> Context:
         g = self.g
@@ -136,6 +143,8 @@ class SlotRun:
         account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
         ctx = self._ready()
         self.res.next_offset = max(self.res.next_offset, (msg.offset() or 0) + 1)
+        if self.keyed is not None and self.keyed.done_before(msg.offset() or 0):
+            return
         ev = self._decode(msg)
         if ev is None or self._expired(ev):
             return
@@ -144,7 +153,7 @@ class SlotRun:
         if outputs is None:
             return
         occupied = self.clock.end(began)
-        self._emit(ev, outputs, msg.key())
+        self._emit(ev.id, ev, outputs, msg.key())
         self._account(ev, msg, occupied)
         self._write_out(ctx)
 
@@ -174,33 +183,40 @@ class SlotRun:
             return True
         return False
 
-    def _operate(
-        self, ev: Envelope, ctx: Context, msg: Any
-    ) -> list[tuple[str | None, bytes]] | None:
-        """The user's code on one event, its outputs encoded; ``None``: it raised, and
-        the event is dead-lettered (or the guard stops the dataplane: ``on_error``)."""
+    def _operate(self, ev: Envelope, ctx: Context, msg: Any) -> Output | None:
+        """The user's code on one event; ``None``: it raised, and the event is
+        dead-lettered (or the guard stops the dataplane: ``on_error``); an event with no
+        key, or late for every window, ends with that fate (the operator is not at fault)."""
         g = self.g
         ctx.event_id = ev.id
         try:
-            result = normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
-            if g.successors:
-                outputs = [(d, ev.forward(g.operator, payload).encode()) for d, payload in result]
-            elif g.op.output:  # a sink's outputs, as its output topic carries them
-                outputs = [(None, output_record(ev.id, payload)) for _, payload in result]
+            if self.keyed is not None:
+                result = self.keyed.process(ev, ctx)
             else:
-                outputs = []
+                result = normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
+        except (NoKey, Late) as exc:
+            kind = "late" if isinstance(exc, Late) else "dead"
+            self._fate(kind, ev, msg, Failure(type(exc).__name__, str(exc), ""))
+            return None
         except Exception as exc:  # the user's code: any exception is its failure
             failure = describe(exc)
             with g.guard_lock:
                 g.guard.failed(failure)  # raises OperatorFailing when it must stop
-            self.res.dead += 1
-            g.dead_letter(self.slot.replica, msg, failure, ev.id)
-            if self.res.ids is not None:
-                self.res.ids.add(g.operator, "dead", ev.id)
+            self._fate("dead", ev, msg, failure)
             return None
         with g.guard_lock:
             g.guard.ok()
-        return outputs
+        return result
+
+    def _fate(self, kind: str, ev: Envelope, msg: Any, failure: Failure) -> None:
+        """A dead-lettered event (``late``: counted apart, dead-lettered with the reason)."""
+        if kind == "late":
+            self.res.late += 1
+        else:
+            self.res.dead += 1
+        self.g.dead_letter(self.slot.replica, msg, failure, ev.id)
+        if self.res.ids is not None:
+            self.res.ids.add(self.g.operator, kind, ev.id)
 
     def _account(self, ev: Envelope, msg: Any, occupied: float) -> None:
         g, res = self.g, self.res
@@ -219,25 +235,43 @@ class SlotRun:
         if not g.successors:
             res.latencies.add(1000.0 * (time.time() - ev.ts))
 
-    def _emit(self, ev: Envelope, outputs: list[tuple[str | None, bytes]], key: Any) -> None:
+    def _emit(self, out_id: str, ev: Envelope, outputs: Output, key: Any) -> None:
+        """The outputs of ``ev`` (their id ``out_id``): to the successors' replicas, or a
+        sink's to its output topic, if it has one."""
         g, res = self.g, self.res
-        if not g.successors:  # a sink: its outputs go to its output topic, if it has one
+        if not g.successors:
             if g.op.output:
-                for _, body in outputs:
-                    g.producer.produce(g.op.output, body, None, key)
+                for _, payload in outputs:
+                    g.producer.produce(g.op.output, output_record(out_id, payload), None, key)
             return
         routers = self.routers
         assert routers is not None  # set up by _ready before the event's first step
-        for dst, body in outputs:
+        for dst, payload in outputs:
+            body = ev.forward(g.operator, payload, self.slot.replica).encode()
             for s in [dst] if dst is not None else g.successors:
-                g.producer.produce(g.keys.topic(s), body, partition=routers.choose(s), key=key)
+                partition = routers.choose(s, payload)
+                g.producer.produce(g.keys.topic(s), body, partition=partition, key=key)
                 res.emitted += 1
                 res.emitted_to[s] = res.emitted_to.get(s, 0.0) + 1
                 if res.ids is not None:
-                    res.ids.add(s, "sent", ev.id)
+                    res.ids.add(s, "sent", out_id)
+
+    def _fire(self) -> None:
+        """A window operator's closed windows, each emitted once with its own id."""
+        assert self.keyed is not None
+        fired = self.keyed.fire()
+        if fired:
+            self._ready()
+        for result in fired:
+            ev = window_envelope(self.g, result, self.slot.replica)
+            self._emit(result.id, ev, [(None, result.payload)], result.id.encode())
+            self.res.fired += 1
 
     def finish(self) -> SlotResult:
         self.clock.settle()
+        if self.keyed is not None:
+            self._fire()
+            self.res.keyed = self.keyed
         if self.ctx is not None:
             self.ctx.writes.execute()  # what is left of the operator's writes (_write_out)
         return self.res

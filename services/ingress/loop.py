@@ -243,7 +243,7 @@ class Ingress:
                 self.out.produce(
                     self.keys.topic(e.dst),
                     ev.encode(),
-                    partition=self.routers.choose(e.dst),
+                    partition=self.routers.choose(e.dst, ev.payload),
                     key=key,
                 )
         if self.s.write_shed:

@@ -1,6 +1,7 @@
 """One router for every producer into the dataplane (the ingress, each replica): its view
 of a successor (active count, replicas' utilisation from their backlogs) and the
-load-aware router built on it (``grouping.LoadAwareRouter``)."""
+load-aware router built on it (``grouping.LoadAwareRouter``); a keyed successor's events
+go to the partition of their key instead (``shared.model.keyed``), whatever the count."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
 from shared.io.knowledge_base import KnowledgeBase
 from shared.io.rescale_timeline import CountWatch
+from shared.model.keyed import partition_of_key
+from shared.model.records import lookup
 
 
 class RoutingView:
@@ -81,6 +84,12 @@ class Routers:
             if stale or s not in self.routers or len(self.routers[s].u) != n:
                 self.routers[s] = self.view.router(s, self.concurrency, self.start)
 
-    def choose(self, successor: str) -> int:
-        """The partition (replica) of ``successor`` that gets the next event."""
+    def choose(self, successor: str, payload: Any = None) -> int:
+        """The partition of ``successor`` that gets ``payload``: its key's, for a keyed
+        successor (an event without a key goes to the empty key's: the successor
+        dead-letters it), else the least loaded active replica's."""
+        op = self.view.topo[successor]
+        if op.stateful:
+            key = lookup(payload, op.key_path) if op.key else ""
+            return partition_of_key(key or "", op.key_groups, op.max_replicas)
         return self.routers[successor].choose()

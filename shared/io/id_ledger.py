@@ -25,7 +25,7 @@ from typing import Any
 
 from shared.io.knowledge_base import Keys
 
-KINDS = ("sent", "processed", "expired", "dead")
+KINDS = ("sent", "processed", "expired", "dead", "late")
 TTL_S = 7 * 24 * 3600  # a run's ledger outlives its report by a week, then Redis drops it
 
 
@@ -60,7 +60,8 @@ class StageAccount:
     processed: int  # distinct ids
     expired: int
     dead: int
-    lost: int  # sent here, and neither processed, expired nor dead-lettered here
+    late: int  # reached a window operator after its window closed (dead-lettered too)
+    lost: int  # sent here, and neither processed, expired, dead-lettered nor late here
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -75,11 +76,11 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
         pipe = redis.pipeline(transaction=False)
         for kind in KINDS:
             pipe.scard(k[kind])
-        pipe.sunionstore(resolved, [k["processed"], k["expired"], k["dead"]])
+        pipe.sunionstore(resolved, [k["processed"], k["expired"], k["dead"], k["late"]])
         pipe.sdiff([k["sent"], resolved])
         pipe.delete(resolved)
-        sent, processed, expired, dead, _, missing, _ = pipe.execute()
-        out.append(StageAccount(op, sent, processed, expired, dead, len(missing)))
+        sent, processed, expired, dead, late, _, missing, _ = pipe.execute()
+        out.append(StageAccount(op, sent, processed, expired, dead, late, len(missing)))
     return out
 
 

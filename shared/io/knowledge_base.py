@@ -28,6 +28,8 @@ dataplane and the ingress read them through it.
 | {p}:plan:short                        | string | execute             | ingress (LAS gate)     |
 | {p}:plan:applied                      | set    | execute             | execute                |
 | {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
+| {p}:state:{op}:{group}                | hash   | keyed replicas      | keyed replicas         |
+| {p}:win:{op}:{group}, winends, wm     | hash   | window replicas     | window replicas        |
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
 | {p}:las:{op}:deltas                   | list   | dataplane operator  | ingress shedder        |
 """
@@ -136,6 +138,34 @@ class Keys:
 
     def heartbeat(self, service: str) -> str:
         return f"{self.prefix}:heartbeat:{service}"
+
+    def state(self, op: str, group: int) -> str:
+        """A keyed operator's state of one key group: hash key -> JSON value."""
+        return f"{self.prefix}:state:{op}:{group}"
+
+    def windows(self, op: str, group: int) -> str:
+        """A window operator's open windows of one key group: hash -> JSON accumulator."""
+        return f"{self.prefix}:win:{op}:{group}"
+
+    def window_ends(self, op: str, partition: int) -> str:
+        """The open windows of one partition by end: zset [group, field] -> end."""
+        return f"{self.prefix}:winends:{op}:{partition}"
+
+    def watermarks(self, op: str, partition: int) -> str:
+        """One partition's inputs: hash input -> [latest event time, wall time seen]."""
+        return f"{self.prefix}:wm:{op}:{partition}"
+
+    @property
+    def moves(self) -> str:
+        return f"{self.prefix}:dp:moves"
+
+    def pauses(self, op: str) -> str:
+        """A keyed operator's moved partitions: how long each one's events waited."""
+        return f"{self.prefix}:dp:{op}:pauses"
+
+    def handover(self, op: str) -> str:
+        """Hash partition -> "owner commit-time" of a keyed operator's last commit."""
+        return f"{self.prefix}:dp:{op}:handover"
 
     def las_sketch(self, op: str) -> str:
         return f"{self.prefix}:las:{op}:sketch"
@@ -297,6 +327,29 @@ class KnowledgeBase:
     def runs(self) -> int:
         """How many times the dataplane's queries started (0: not running yet)."""
         return int(self.r.llen(self.keys.runs))
+
+    # -- keyed operators' moves ------------------------------------------------------------
+    def record_pause(self, op: str, partition: int, pause_s: float, at: float) -> None:
+        entry = {"partition": partition, "pause_s": round(pause_s, 4), "at": at}
+        self.r.rpush(self.keys.pauses(op), json.dumps(entry))
+        self.r.ltrim(self.keys.pauses(op), -LOG_KEPT, -1)
+
+    def record_move(
+        self, op: str, before: int, after: int, partitions: list[int], groups: int,
+        size: int, at: float,
+    ) -> None:  # fmt: skip
+        entry = {
+            "operator": op, "from": before, "to": after, "partitions": partitions,
+            "key_groups": groups, "state_bytes": size, "at": at,
+        }  # fmt: skip
+        self.r.rpush(self.keys.moves, json.dumps(entry))
+
+    def moves(self) -> list[dict[str, Any]]:
+        """Every keyed resize that took effect: partitions, key groups, bytes of state."""
+        return [json.loads(x) for x in self.r.lrange(self.keys.moves, 0, -1)]
+
+    def pauses(self, op: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.r.lrange(self.keys.pauses(op), 0, -1)]
 
     # -- measured costs --------------------------------------------------------------------
     def publish_costs(self, costs: Mapping[str, tuple[float, float | None]]) -> None:

@@ -115,7 +115,7 @@ class SourceSpec:
         else:
             ts = timestamp_ms / 1000.0 if timestamp_ms and timestamp_ms > 0 else now
         key = lookup(payload, tuple(self.key.split("."))) if self.key else None
-        return Envelope(event_id, ts, "source", payload), key
+        return Envelope(event_id, ts, "source", payload, part=partition), key
 
 
 def _path(spec: str) -> tuple[str, ...]:

@@ -15,8 +15,10 @@ from typing import Any
 
 import yaml
 
+from shared.model.keyed import DEFAULT_KEY_GROUPS
 from shared.model.records import SourceSpec
 from shared.model.topology_checks import ON_ERROR, SOURCE, TopologyError, toposort, validate
+from shared.model.windows import WindowSpec
 
 __all__ = ["ON_ERROR", "SOURCE", "TopologyError"]
 
@@ -30,6 +32,9 @@ OPERATOR_KEYS = {
     "on_error",
     "cpu_share",
     "chain",
+    "key",
+    "window",
+    "key_groups",
 }
 
 
@@ -44,7 +49,9 @@ class Operator:
     ``package.module:callable`` (empty: pass events on). ``output``: the topic a sink's
     outputs go to. ``on_error``: ``dead-letter`` or ``fail`` (shared.pipeline.failures).
     ``chain``: False keeps it out of a chain (``chained``). ``members``: the declared
-    operators a chained operator runs in turn (empty for a declared one)."""
+    operators a chained operator runs in turn (empty for a declared one). ``key``: a
+    keyed operator's ``field:<path>`` (``shared.model.keyed``), with ``key_groups`` its
+    most parallelism; ``window``: an event-time window operator's (``windows``)."""
 
     name: str
     et_ms: float | None
@@ -56,6 +63,18 @@ class Operator:
     cpu_share: float | None = None
     chain: bool = True
     members: tuple[Operator, ...] = ()
+    key: str = ""
+    window: WindowSpec | None = None
+    key_groups: int = DEFAULT_KEY_GROUPS
+
+    @property
+    def stateful(self) -> bool:
+        """Keyed or windowed: its events go to the replica owning their key."""
+        return bool(self.key) or self.window is not None
+
+    @property
+    def key_path(self) -> tuple[str, ...]:
+        return tuple(self.key[len("field:") :].split(".")) if self.key else ()
 
     @property
     def et_s(self) -> float:
@@ -234,6 +253,10 @@ def _operator_dict(o: Operator) -> dict[str, Any]:
         out["cpu_share"] = o.cpu_share
     if not o.chain:
         out["chain"] = False
+    if o.key:
+        out["key"], out["key_groups"] = o.key, o.key_groups
+    if o.window is not None:
+        out["window"] = o.window.to_dict()
     return out
 
 
@@ -254,19 +277,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
         if unknown:
             raise TopologyError(f"{where}: unknown keys {sorted(unknown)}")
         try:
-            operators.append(
-                Operator(
-                    name=str(od["name"]),
-                    et_ms=float(od["et_ms"]) if od.get("et_ms") is not None else None,
-                    min_replicas=int(od.get("min_replicas", 1)),
-                    max_replicas=int(od.get("max_replicas", 8)),
-                    code=str(od.get("code", "")),
-                    output=str(od.get("output", "")),
-                    on_error=str(od.get("on_error", "dead-letter")),
-                    cpu_share=float(od["cpu_share"]) if od.get("cpu_share") is not None else None,
-                    chain=_flag(od.get("chain", True), f"{where}: chain"),
-                )
-            )
+            operators.append(_operator(od, where))
         except (TypeError, ValueError) as exc:
             raise TopologyError(f"{where}: {exc}") from exc
     edges = []
@@ -289,6 +300,32 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
         name, tuple(operators), tuple(edges), str(doc.get("description", "")), source, origin
     )
     return chained(topo) if _flag(doc.get("chain", False), f"{origin}: chain") else topo
+
+
+def _operator(od: Mapping[str, Any], where: str) -> Operator:
+    key = str(od.get("key", ""))
+    if key and not (key.startswith("field:") and len(key) > len("field:")):
+        raise TopologyError(f"{where}: key must be 'field:<path>', got {key!r}")
+    window = WindowSpec.parse(od["window"]) if od.get("window") is not None else None
+    pool = (int(od.get("min_replicas", 1)), int(od.get("max_replicas", 8)))
+    if window is not None and not key:  # a window over all events: one replica holds it
+        pool = (1, 1)
+    stateful = bool(key) or window is not None
+    return Operator(
+        name=str(od["name"]),
+        et_ms=float(od["et_ms"]) if od.get("et_ms") is not None else None,
+        min_replicas=pool[0],
+        max_replicas=pool[1],
+        code=str(od.get("code", "")),
+        output=str(od.get("output", "")),
+        on_error=str(od.get("on_error", "dead-letter")),
+        cpu_share=float(od["cpu_share"]) if od.get("cpu_share") is not None else None,
+        # routed by key: never fused with the operators before or after it
+        chain=_flag(od.get("chain", True), f"{where}: chain") and not stateful,
+        key=key,
+        window=window,
+        key_groups=int(od.get("key_groups", max(DEFAULT_KEY_GROUPS, pool[1]))),
+    )
 
 
 def _flag(value: Any, where: str) -> bool:

@@ -42,6 +42,10 @@ def validate(topo: Any) -> None:
             raise TopologyError(f"{where}: min_replicas {op.min_replicas} is negative")
         if op.max_replicas < 1:
             raise TopologyError(f"{where}: max_replicas must be at least 1")
+        if op.key and op.key_groups < op.max_replicas:
+            raise TopologyError(
+                f"{where}: key_groups {op.key_groups} is below max_replicas {op.max_replicas}"
+            )
         if op.min_replicas > op.max_replicas:
             raise TopologyError(
                 f"{where}: min_replicas {op.min_replicas} is above max_replicas {op.max_replicas}"

@@ -22,6 +22,7 @@ from shared.pipeline.operators import (
     normalise,
     open_operator,
 )
+from shared.pipeline.stateful import AggregateOperator, Count, open_aggregate
 
 
 @dataclass
@@ -86,6 +87,8 @@ def open_runnable(topo: Topology, name: str, ctx: Context) -> Runnable:
             for m in op.members or (declared[name],)
         )
         return ChainedOperator(name, steps, renamed)
+    if op.window is not None:
+        return AggregateOperator(open_aggregate(op.code, name) if op.code else Count())
     if not op.code:
         return Passthrough(name, tuple((e.dst, e.fraction) for e in topo.successors[name]))
     return open_operator(op.code, name, ctx)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -33,7 +33,9 @@ class Context:
     """What an operator may use: its name, the current event's id, a Redis client for
     reads and ``writes`` (a pipeline the replica sends every few hundred writes or 0.1 s
     and at the end of its micro-batch: a sink's per-event round trip cost 107 of a task's
-    124 ms), and the run's key ``prefix``."""
+    124 ms), and the run's key ``prefix``. A keyed operator also gets the event's ``key``
+    and ``state``, that key's mapping of JSON values, kept across events, resizes and
+    restarts and changed exactly once per event (``shared.pipeline.stateful``)."""
 
     def __init__(
         self, operator: str, redis: Any = None, prefix: str = "sps", writes: Any = None
@@ -43,6 +45,9 @@ class Context:
         self.prefix = prefix
         self.event_id = ""
         self.writes = writes if writes is not None else redis
+        self.key = ""
+        # a plain dict outside the dataplane (measuring costs, a user's tests)
+        self.state: MutableMapping[str, Any] = {}
 
 
 class Runnable(Protocol):

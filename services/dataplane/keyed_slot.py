@@ -1,0 +1,78 @@
+"""A keyed or window operator's share of a replica slot: its partition's store
+(``shared.io.state_store``), the key and state each event gets, the windows it fires, and
+the commit of state with the offset it reflects (after the task's outputs are flushed)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from services.dataplane.group import GroupRun
+from shared.io.envelope import Envelope
+from shared.io.state_store import PartitionStore
+from shared.model.keyed import key_group
+from shared.pipeline.operators import Context, Output, normalise
+from shared.pipeline.stateful import KeyState, WindowResult, event_key
+
+log = logging.getLogger("sps.dataplane")
+
+
+class KeyedSlot:
+    def __init__(self, g: GroupRun, partition: int, owner: int) -> None:
+        self.g, self.partition, self.owner = g, partition, owner
+        self.store = PartitionStore(g.r, g.keys, g.operator, partition)
+        self.first_at: float | None = None  # when this task served its first event
+
+    def done_before(self, offset: int) -> bool:
+        """An event a previous attempt of this range already applied (and committed)."""
+        return self.store.committed is not None and offset < self.store.committed
+
+    def process(self, ev: Envelope, ctx: Context) -> Output:
+        """The operator on one event: a window adds it to its windows (raises ``Late``);
+        a keyed operator runs with ``ctx.key`` and ``ctx.state`` (raises ``NoKey``)."""
+        if self.first_at is None:
+            self.first_at = time.time()
+        g = self.g
+        if g.aggregator is not None:
+            g.aggregator.add(self.store, ev.payload, ev.ts, ev.input, time.time())
+            return []
+        key = event_key(g.op, ev.payload)
+        ctx.key = key
+        ctx.state = KeyState(self.store, key_group(key, g.op.key_groups), key)
+        return normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
+
+    def fire(self) -> list[WindowResult]:
+        if self.g.aggregator is None:
+            return []
+        return self.g.aggregator.fire(self.store, time.time())
+
+    def commit(self, next_offset: int) -> bool:
+        """State and ``next_offset`` at once; False: fenced (another attempt committed
+        this range first: nothing of this one's is applied)."""
+        done = self.store.commit(next_offset, self.owner)
+        if not done:
+            log.warning(
+                "%s[%d]: state not committed: the partition moved past offset %s meanwhile "
+                "(a retried or duplicate task); its effects were applied once, by the other",
+                self.g.operator,
+                self.partition,
+                self.store.committed,
+            )
+        return done
+
+
+def window_envelope(g: GroupRun, result: WindowResult, partition: int) -> Envelope:
+    """A fired window as an event: its id ``<key>@<start>``, its time the window's end."""
+    return Envelope(result.id, float(result.end), g.operator, result.payload, part=partition)
+
+
+def handover_pause(g: GroupRun, partition: int, owner: int, first_at: float) -> float | None:
+    """Seconds from the partition's last commit by another replica to this one's first
+    event of it: how long a moved partition's events waited for the move (None: it did
+    not move)."""
+    raw: Any = g.r.hget(g.keys.handover(g.operator), str(partition))
+    if raw is None:
+        return None
+    before, at = (raw.decode() if isinstance(raw, bytes) else str(raw)).split()
+    return max(0.0, first_at - float(at)) if int(before) != owner else None

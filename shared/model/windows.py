@@ -1,0 +1,108 @@
+"""Event-time windows: which windows an event time falls in, and when one closes.
+
+An operator's ``window:`` is ``{tumbling_s: S}``, ``{hopping_s: S, slide_s: P}`` or
+``{session_gap_s: G}``, with ``lateness_s`` (default 0). Windows are aligned to the
+epoch, [start, end) in the source's time unit (epoch seconds). A window closes when the
+operator's watermark passes its end plus the lateness; the watermark is the least, over
+the operator's inputs, of the latest event time each has delivered, an input silent for
+``idle_s`` left out (Flink's ``withIdleness``), so a lagging upstream replica holds
+windows open instead of making its events late.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+KINDS = ("tumbling_s", "hopping_s", "session_gap_s")
+
+
+class WindowError(ValueError):
+    """A ``window:`` that does not say one kind of window with valid sizes."""
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    kind: str  # tumbling, hopping or session
+    size_s: float  # the window's length (a session's gap)
+    slide_s: float  # how far consecutive windows start apart (= size for tumbling)
+    lateness_s: float = 0.0
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any], where: str = "window") -> WindowSpec:
+        if not isinstance(doc, Mapping):
+            raise WindowError(f"{where} must be a mapping, e.g. {{tumbling_s: 10}}")
+        unknown = set(doc) - {*KINDS, "slide_s", "lateness_s"}
+        kinds = [k for k in KINDS if k in doc]
+        if unknown or len(kinds) != 1:
+            raise WindowError(
+                f"{where} needs exactly one of {', '.join(KINDS)} "
+                f"(slide_s with hopping_s, lateness_s); got {sorted(doc)}"
+            )
+        size = _positive(doc[kinds[0]], f"{where}.{kinds[0]}")
+        lateness = float(doc.get("lateness_s", 0.0))
+        if not (math.isfinite(lateness) and lateness >= 0):
+            raise WindowError(f"{where}.lateness_s must be >= 0, got {lateness}")
+        if kinds[0] == "hopping_s":
+            if "slide_s" not in doc:
+                raise WindowError(f"{where}.hopping_s needs slide_s")
+            slide = _positive(doc["slide_s"], f"{where}.slide_s")
+            if slide > size:
+                raise WindowError(f"{where}.slide_s {slide} is longer than hopping_s {size}")
+            return cls("hopping", size, slide, lateness)
+        if "slide_s" in doc:
+            raise WindowError(f"{where}.slide_s goes with hopping_s only")
+        kind = "tumbling" if kinds[0] == "tumbling_s" else "session"
+        return cls(kind, size, size, lateness)
+
+    def to_dict(self) -> dict[str, float]:
+        key = {"tumbling": "tumbling_s", "hopping": "hopping_s", "session": "session_gap_s"}
+        out = {key[self.kind]: self.size_s}
+        if self.kind == "hopping":
+            out["slide_s"] = self.slide_s
+        if self.lateness_s:
+            out["lateness_s"] = self.lateness_s
+        return out
+
+    def assign(self, t: float) -> list[tuple[float, float]]:
+        """The windows [start, end) event time ``t`` falls in, oldest first; a session's
+        own window before merging: [t, t + gap)."""
+        if self.kind == "session":
+            return [(t, t + self.size_s)]
+        last = math.floor(t / self.slide_s) * self.slide_s
+        out = []
+        start = last
+        while start > t - self.size_s:
+            out.append((_clean(start), _clean(start + self.size_s)))
+            start -= self.slide_s
+        return out[::-1]
+
+    def closed(self, end: float, watermark: float | None) -> bool:
+        """Whether a window ending at ``end`` has closed under ``watermark``."""
+        return watermark is not None and end + self.lateness_s <= watermark
+
+
+def _positive(value: Any, where: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise WindowError(f"{where} must be a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise WindowError(f"{where} must be positive, got {value!r}")
+    return v
+
+
+def _clean(x: float) -> float:
+    """Window bounds without float noise (0.1 * 3 = 0.30000000000000004)."""
+    r = round(x, 9)
+    return int(r) if r == int(r) else r
+
+
+def watermark(inputs: Mapping[str, tuple[float, float]], now: float, idle_s: float) -> float | None:
+    """The least latest event time over the inputs, each given as (latest event time,
+    wall time it last delivered); inputs silent for ``idle_s`` or more are left out.
+    None: no input has delivered anything (or every one is idle), nothing closes."""
+    live = [t for t, seen in inputs.values() if now - seen < idle_s]
+    return min(live) if live else None

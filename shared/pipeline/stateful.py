@@ -1,0 +1,224 @@
+"""What a keyed or window operator does with one event, on a partition's store.
+
+* A **keyed** operator's code is an ordinary operator; for each event it gets ``ctx.key``
+  and ``ctx.state``, that key's mapping of JSON values (``KeyState``), kept across events,
+  resizes and restarts (``shared.io.state_store``).
+* A **window** operator's code is an aggregate: a class with ``initial()``,
+  ``add(acc, payload) -> acc`` and optionally ``result(acc) -> value`` and
+  ``merge(a, b) -> acc`` (sessions need it). When a window closes (``windows.py``) the
+  operator emits ``{"key", "start", "end", "value"}`` with the id ``<key>@<start>``, once
+  per key and window; an event whose every window has closed is ``Late``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from shared.io.state_store import MISSING, PartitionStore, window_field
+from shared.model.keyed import key_group
+from shared.model.records import lookup
+from shared.model.topology import Operator
+from shared.model.windows import watermark
+from shared.pipeline.operators import OperatorLoadError, resolve
+
+
+class KeyState(MutableMapping[str, Any]):
+    """``ctx.state``: one key's state, a mapping of JSON-serialisable values."""
+
+    def __init__(self, store: PartitionStore, group: int, key: str) -> None:
+        self._store, self._group, self._key = store, group, key
+        found = store.get("s", group, key)
+        self._data: dict[str, Any] = dict(found) if found is not MISSING else {}
+
+    def _save(self) -> None:
+        if self._data:
+            self._store.put("s", self._group, self._key, self._data)
+        else:
+            self._store.delete("s", self._group, self._key)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._data[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        try:
+            orjson.dumps(value)
+        except TypeError as exc:
+            raise TypeError(f"ctx.state[{name!r}]: not JSON-serialisable ({exc})") from None
+        self._data[name] = value
+        self._save()
+
+    def __delitem__(self, name: str) -> None:
+        del self._data[name]
+        self._save()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class NoKey(ValueError):
+    """The event has no key at the operator's ``key`` path (dead-lettered)."""
+
+
+def event_key(op: Operator, payload: Any) -> str:
+    """The key of ``payload`` for a keyed operator ("" for a window over all events)."""
+    if not op.key:
+        return ""
+    found = lookup(payload, op.key_path)
+    if found is None:
+        raise NoKey(f"no key at {op.key[len('field:') :]!r} for keyed operator {op.name!r}")
+    return found
+
+
+def open_aggregate(code: str, operator: str) -> Any:
+    """A window operator's aggregate: an instance of the class ``code`` names."""
+    cls = resolve(code, operator)
+    if not inspect.isclass(cls) or not all(
+        callable(getattr(cls, m, None)) for m in ("initial", "add")
+    ):
+        raise OperatorLoadError(
+            f"operator {operator!r}: a window operator's code is a class with initial() and "
+            f"add(acc, payload); {code!r} is not"
+        )
+    try:
+        return cls()
+    except Exception as exc:
+        raise OperatorLoadError(
+            f"operator {operator!r}: {code}() failed ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+class Count:
+    """The aggregate of a window operator without ``code``: events per key and window."""
+
+    def initial(self) -> int:
+        return 0
+
+    def add(self, acc: int, payload: Any) -> int:
+        return acc + 1
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+
+class AggregateOperator:
+    """A window operator's aggregate as an operator: measured (``costs``) as one ``add``
+    per event; the dataplane calls the aggregate itself (``WindowAggregator``)."""
+
+    def __init__(self, aggregate: Any) -> None:
+        self.aggregate = aggregate
+
+    def open(self, ctx: Any) -> None:
+        pass
+
+    def process(self, payload: Any, ctx: Any) -> list[Any]:
+        self.aggregate.add(self.aggregate.initial(), payload)
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+class Late(ValueError):
+    """The event's every window had closed when it arrived (its fate: late)."""
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    id: str  # <key>@<start>: a repeat after a crash carries the same id
+    end: float
+    payload: dict[str, Any]
+
+
+class WindowAggregator:
+    """A window operator's per-event step and its firing, on one partition's store."""
+
+    def __init__(self, op: Operator, aggregate: Any, idle_s: float) -> None:
+        assert op.window is not None
+        self.op, self.spec, self.agg, self.idle_s = op, op.window, aggregate, idle_s
+        if self.spec.kind == "session" and not callable(getattr(aggregate, "merge", None)):
+            raise OperatorLoadError(
+                f"operator {op.name!r}: a session window's aggregate needs merge(a, b)"
+            )
+
+    def add(self, store: PartitionStore, payload: Any, t: float, source: str, now: float) -> None:
+        """Add one event (event time ``t``, from input ``source``) to its windows."""
+        key = event_key(self.op, payload)
+        g = key_group(key, self.op.key_groups)
+        store.see_input(source, t, now)
+        if self.spec.kind == "session":
+            self._add_session(store, g, key, payload, t)
+            return
+        wm = store.watermark
+        open_windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
+        if not open_windows:
+            raise Late(
+                f"event time {t} is behind the watermark {store.watermark}: its windows closed"
+            )
+        for start, end in open_windows:
+            field = window_field(key, start)
+            acc = store.get("w", g, field)
+            acc = self.agg.add(self.agg.initial() if acc is MISSING else acc, payload)
+            store.put("w", g, field, acc)
+            store.set_end(g, field, end)
+
+    def _add_session(self, store: PartitionStore, g: int, key: str, payload: Any, t: float) -> None:
+        gap = self.spec.size_s
+        sessions = store.get("w", g, window_field(key, None))
+        sessions = [] if sessions is MISSING else [list(s) for s in sessions]
+        start, end, acc = t, t + gap, self.agg.add(self.agg.initial(), payload)
+        keep = []
+        for s_start, s_end, s_acc in sessions:
+            if s_start < end and start < s_end:  # overlapping: merge into one session
+                store.set_end(g, window_field(key, s_start), None)
+                start, end = min(start, s_start), max(end, s_end)
+                acc = self.agg.merge(s_acc, acc)
+            else:
+                keep.append([s_start, s_end, s_acc])
+        if self.spec.closed(end, store.watermark):
+            raise Late(
+                f"event time {t} is behind the watermark {store.watermark}: its windows closed"
+            )
+        keep.append([start, end, acc])
+        store.put("w", g, window_field(key, None), sorted(keep))
+        store.set_end(g, window_field(key, start), end)
+
+    def fire(self, store: PartitionStore, now: float) -> list[WindowResult]:
+        """Every window the partition's watermark has closed, removed from its state."""
+        w = store.advance_watermark(watermark(store.inputs, now, self.idle_s))
+        if w is None:
+            return []
+        out = []
+        for g, field, end in store.due(w - self.spec.lateness_s):
+            key, start = orjson.loads(field)
+            acc = self._take(store, g, key, start, field)
+            store.set_end(g, field, None)
+            if acc is MISSING:
+                continue
+            value = self.agg.result(acc) if callable(getattr(self.agg, "result", None)) else acc
+            body = {"key": key, "start": start, "end": end, "value": value}
+            out.append(WindowResult(f"{key}@{start}", end, body))
+        return out
+
+    def _take(self, store: PartitionStore, g: int, key: str, start: float, field: str) -> Any:
+        if self.spec.kind != "session":
+            acc = store.get("w", g, field)
+            store.delete("w", g, field)
+            return acc
+        whole = window_field(key, None)
+        sessions = store.get("w", g, whole)
+        sessions = [] if sessions is MISSING else list(sessions)
+        found = [s for s in sessions if s[0] == start]
+        rest = [s for s in sessions if s[0] != start]
+        if rest:
+            store.put("w", g, whole, rest)
+        else:
+            store.delete("w", g, whole)
+        return found[0][2] if found else MISSING
