@@ -49,7 +49,8 @@ prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make te
 
 # The example user projects are installed as a user installs theirs (the built-in
 # twitter topologies name sps_twitter's operators).
-EXAMPLES := examples/twitter examples/sentiment examples/log examples/advertising
+EXAMPLES := examples/twitter examples/sentiment examples/log examples/advertising \
+  examples/orders
 
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }
