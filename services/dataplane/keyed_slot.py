@@ -35,7 +35,7 @@ class KeyedSlot:
             self.first_at = time.time()
         g = self.g
         if g.aggregator is not None:
-            g.aggregator.add(self.store, ev.payload, ev.ts, ev.input, time.time())
+            g.aggregator.add(self.store, ev.payload, ev.event_time, ev.input, time.time())
             return []
         key = event_key(g.op, ev.payload)
         ctx.key = key
@@ -63,8 +63,11 @@ class KeyedSlot:
 
 
 def window_envelope(g: GroupRun, result: WindowResult, partition: int) -> Envelope:
-    """A fired window as an event: its id ``<key>@<start>``, its time the window's end."""
-    return Envelope(result.id, float(result.end), g.operator, result.payload, part=partition)
+    """A fired window as an event: its id ``<key>@<start>``, its event time the window's
+    end, its latency counted from now (when the window closed)."""
+    return Envelope(
+        result.id, time.time(), g.operator, result.payload, part=partition, evt=float(result.end)
+    )
 
 
 def handover_pause(g: GroupRun, partition: int, owner: int, first_at: float) -> float | None:

@@ -5,7 +5,8 @@ source:
   topics: [orders]           # default: the ingress topic (SPS_TOPICS__INGRESS)
   format: json               # json | text | bytes
   id: offset                 # offset (topic/partition/offset) | field:<dotted.path>
-  time: timestamp            # the record timestamp | field:<path> (epoch s/ms, ISO 8601)
+  time: timestamp            # event time: the record timestamp | field:<path> (epoch
+                             # s/ms, ISO 8601); latency always runs from the timestamp
   key: user.id               # the LAS key: a dotted path into the payload (json only)
 ```
 
@@ -110,12 +111,13 @@ class SourceSpec:
             event_id = str(found)
         else:
             event_id = f"{topic}/{partition}/{offset}"
+        # latency runs from the record's timestamp; windows go by the event's own time
+        ts = timestamp_ms / 1000.0 if timestamp_ms and timestamp_ms > 0 else now
+        evt = None
         if self._time_path:
-            ts = event_time(lookup(payload, self._time_path), ".".join(self._time_path))
-        else:
-            ts = timestamp_ms / 1000.0 if timestamp_ms and timestamp_ms > 0 else now
+            evt = event_time(lookup(payload, self._time_path), ".".join(self._time_path))
         key = lookup(payload, tuple(self.key.split("."))) if self.key else None
-        return Envelope(event_id, ts, "source", payload, part=partition), key
+        return Envelope(event_id, ts, "source", payload, part=partition, evt=evt), key
 
 
 def _path(spec: str) -> tuple[str, ...]:

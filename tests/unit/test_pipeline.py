@@ -126,10 +126,12 @@ def test_records_become_events_by_the_source_section():
     assert (ev.id, ev.ts, key) == ("orders/2/41", 1_700_000_000.5, "7")
     assert ev.payload == {"user": {"id": 7}, "x": 1}
     by_field = SourceSpec(id="field:order_id", time="field:at")
-    ev, _ = by_field.event(b'{"order_id": "o-9", "at": "2026-01-01T00:00:01Z"}', "t", 0, 0, 0, 0)
-    assert (ev.id, ev.ts) == ("o-9", 1_767_225_601.0)
+    ev, _ = by_field.event(b'{"order_id": "o-9", "at": "2026-01-01T00:00:01Z"}', "t", 0, 0, 0, 5)
+    # the event's time from its field; latency still from the record (no stamp: arrival)
+    assert (ev.id, ev.event_time, ev.ts) == ("o-9", 1_767_225_601.0, 5)
     ev, _ = by_field.event(b'{"order_id": 1, "at": 1767225601000}', "t", 0, 0, 0, 0)
-    assert ev.ts == 1_767_225_601.0  # epoch milliseconds
+    assert ev.event_time == 1_767_225_601.0  # epoch milliseconds
+    assert decode(ev.encode()).event_time == 1_767_225_601.0  # it travels downstream
     text, _ = SourceSpec(format="text").event("héllo".encode(), "t", 0, 5, None, 12.0)
     assert (text.payload, text.ts) == ("héllo", 12.0)  # no timestamp: the arrival time
     raw = SourceSpec(format="bytes").event(b"\x00\xff", "t", 0, 0, 0, 0)[0]
