@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.live import Live
 
 from services.ensemble import report as report_mod
+from services.ensemble import state_moves
 from services.ensemble.live_view import Feed, render
 from services.ensemble.replay import (
     WARMUP_S,
@@ -85,6 +86,8 @@ class Collected:
     changes: list[Any]
     outputs: Any
     deadletter: Path
+    moves: list[dict]  # keyed operators' resizes (services/ensemble/state_moves.py)
+    pauses: dict[str, list[dict]]
 
 
 def run(
@@ -254,6 +257,8 @@ def _collect(ens: Any, topo: topology_mod.Topology, run_dir: Path, tracked: bool
         changes=rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats),
         outputs=copy_outputs(ens.bootstrap, topo, run_dir),
         deadletter=deadletter,
+        moves=KnowledgeBase(r, prefix).moves(),
+        pauses={op.name: KnowledgeBase(r, prefix).pauses(op.name) for op in topo.operators},
     )
 
 
@@ -318,7 +323,6 @@ def _simulated(
 def _write_run_files(
     run_dir: Path, rep: dict[str, Any], got: Collected, replayed: Replayed, intervals: list[dict]
 ) -> None:
-    report_mod.save(rep, run_dir)
     (run_dir / "stats.json").write_text(json.dumps(got.stats))  # the per-interval series
     # the replay's own count per interval: the ground truth λ_G(t) is measured against
     (run_dir / "sent.json").write_text(json.dumps(replayed.by_interval))
@@ -330,6 +334,9 @@ def _write_run_files(
         }
         for c in got.changes
     ]
+    timeline_rows = state_moves.attach(timeline_rows, got.moves, got.pauses)
+    rep["state_moves"] = state_moves.summary(timeline_rows)
+    report_mod.save(rep, run_dir)
     (run_dir / "rescales.json").write_text(json.dumps(timeline_rows))
     (run_dir / "intervals.json").write_text(json.dumps(intervals))  # scaled, shed, why
 

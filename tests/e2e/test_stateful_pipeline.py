@@ -22,8 +22,6 @@ import pytest
 from sps_orders.generate import orders
 
 from services.ensemble import demo
-from shared.io.knowledge_base import KnowledgeBase
-from shared.io.redis_client import redis_client
 
 pytestmark = pytest.mark.e2e
 
@@ -107,6 +105,9 @@ def test_nothing_is_lost_and_the_faults_happened(stateful_run):
     assert rep["lost"] == 0 and rep["shed"] == 0 and rep["dead_lettered"] == 0
     assert all(s["lost"] == 0 and s["late"] == 0 for s in rep["stages"])
     assert rep["rescale_timeline"]["changes"] >= 4  # both operators, 1 -> 4 -> 2
+    moves = rep["state_moves"]  # each resize moved partitions with their key groups
+    assert moves["moves"] >= 4 and moves["key_groups_moved"] > 0
+    assert moves["pause_s"]["max"] is not None
 
 
 def test_every_customers_total_and_count_are_exact(stateful_run):
