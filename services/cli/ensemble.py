@@ -169,7 +169,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Why an operator had the replicas it had: the run's decisions.jsonl, in words."""
     from pathlib import Path
 
-    from shared.control.explain import describe, find
+    from shared.control.explain import describe, describe_move, find
 
     path = Path(args.run) / "decisions.jsonl"
     if not path.exists():
@@ -181,6 +181,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         span = f"{known[0]}-{known[-1]}" if known else "none"
         raise SystemExit(f"no decision for that operator and interval (intervals: {span})")
     print("\n\n".join(describe(d) for d in hits))
+    moves_file = Path(args.run) / "rescales.json"
+    moves = json.loads(moves_file.read_text()) if moves_file.exists() else []
+    moves = [m for m in moves if "moved_partitions" in m]
+    moves = [m for m in moves if args.operator is None or m["operator"] == args.operator]
+    if moves:
+        print("\nstate moved:\n" + "\n".join(describe_move(m) for m in moves))
     return 0
 
 

@@ -145,6 +145,8 @@ def _accounting(
         "processed": int(processed),
         "dead_lettered": int(ingress_dead + dead_ops),
         "expired": int(expired_ops),
+        # reached a window operator after its windows closed (by id; dead-lettered too)
+        "late": sum(s.late for s in stages) if stages is not None else None,
         # completed: what reached the sinks, in input events (the DAG's declared fractions)
         "completed": float(at_sinks / per_input) if per_input else None,
         # by id when the ledger ran: Σ over operators of ids sent there and never resolved
@@ -326,7 +328,7 @@ def summary_lines(r: dict[str, Any]) -> list[tuple[str, str]]:
             "events",
             f"sent {_n(r.get('sent'))} · shed {_n(r.get('shed'))} · completed "
             f"{_n(r.get('completed'))} · expired {_n(r.get('expired'))} · dead-lettered "
-            f"{_n(r.get('dead_lettered'))} · lost {_n(r.get('lost'))} "
+            f"{_n(r.get('dead_lettered'))} · late {_n(r.get('late'))} · lost {_n(r.get('lost'))} "
             f"({r.get('lost_counted_by') or 'by count'}) · duplicates {_n(r.get('duplicates'))}"
             + (" (ids repeat: the events file was cycled)" if r.get("ids_repeat") else ""),
         ),

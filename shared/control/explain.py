@@ -47,3 +47,15 @@ def find(
         if (operator is None or d["operator"] == operator)
         and (interval is None or d["interval"] == interval)
     ]
+
+
+def describe_move(row: Mapping[str, Any]) -> str:
+    """A keyed operator's resize (a ``rescales.json`` row with its move), in words."""
+    pause = row.get("pause_s")
+    waited = f"{1000 * pause:.0f} ms" if pause is not None else "not measured"
+    return (
+        f"operator {row['operator']} {row['before']} -> {row['after']} replicas (plan "
+        f"{row['plan_id']}): partitions {row['moved_partitions']} changed owner with "
+        f"{row['key_groups_moved']} key groups and {row['state_bytes_moved']:,} bytes of state "
+        f"(read by the new owners, not copied); their events waited at most {waited}"
+    )
