@@ -70,12 +70,15 @@ def window_envelope(g: GroupRun, result: WindowResult, partition: int) -> Envelo
     )
 
 
-def handover_pause(g: GroupRun, partition: int, owner: int, first_at: float) -> float | None:
-    """Seconds from the partition's last commit by another replica to this one's first
-    event of it: how long a moved partition's events waited for the move (None: it did
-    not move)."""
+def handover_pause(
+    g: GroupRun, partition: int, owner: int, first_at: float
+) -> tuple[float, bool] | None:
+    """Seconds from the partition's last commit to this task's first event of it, and
+    whether the partition changed owner in between (a moved partition's events waited
+    that long for the move; an unmoved one's for the batch boundary alone). None: no
+    commit before."""
     raw: Any = g.r.hget(g.keys.handover(g.operator), str(partition))
     if raw is None:
         return None
     before, at = (raw.decode() if isinstance(raw, bytes) else str(raw)).split()
-    return max(0.0, first_at - float(at)) if int(before) != owner else None
+    return max(0.0, first_at - float(at)), int(before) != owner

@@ -105,9 +105,9 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
         if keyed is None:
             continue
         if keyed.first_at is not None:
-            pause = handover_pause(g, keyed.partition, keyed.owner, keyed.first_at)
-            if pause is not None:
-                g.kb.record_pause(g.operator, keyed.partition, pause, keyed.first_at)
+            gap = handover_pause(g, keyed.partition, keyed.owner, keyed.first_at)
+            if gap is not None:
+                g.kb.record_pause(g.operator, keyed.partition, *gap, keyed.first_at)
         if res.next_offset > res.start or keyed.store.committed is None:
             keyed.commit(res.next_offset)
 

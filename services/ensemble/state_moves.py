@@ -43,7 +43,9 @@ def attach(
         waited = [
             p["pause_s"]
             for p in pauses.get(op, ())
-            if p["partition"] in move["partitions"] and row["effect_at"] <= p["at"] < until
+            if p.get("moved", True)
+            and p["partition"] in move["partitions"]
+            and row["effect_at"] <= p["at"] < until
         ]
         out.append(
             {

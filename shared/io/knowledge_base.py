@@ -329,10 +329,14 @@ class KnowledgeBase:
         return int(self.r.llen(self.keys.runs))
 
     # -- keyed operators' moves ------------------------------------------------------------
-    def record_pause(self, op: str, partition: int, pause_s: float, at: float) -> None:
-        entry = {"partition": partition, "pause_s": round(pause_s, 4), "at": at}
-        self.r.rpush(self.keys.pauses(op), json.dumps(entry))
-        self.r.ltrim(self.keys.pauses(op), -LOG_KEPT, -1)
+    def record_pause(self, op: str, partition: int, pause_s: float, moved: bool, at: float) -> None:
+        """How long a partition's events waited from its last commit to its next task's
+        first event (``moved``: it changed owner in between)."""
+        entry = {"partition": partition, "pause_s": round(pause_s, 4), "moved": moved, "at": at}
+        pipe = self.r.pipeline(transaction=False)
+        pipe.rpush(self.keys.pauses(op), json.dumps(entry))
+        pipe.ltrim(self.keys.pauses(op), -10 * LOG_KEPT, -1)
+        pipe.execute()
 
     def record_move(
         self, op: str, before: int, after: int, partitions: list[int], groups: int,

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.model.keyed import moved_partitions
+
 
 @dataclass(frozen=True)
 class EngineModel:
@@ -29,6 +31,10 @@ class EngineModel:
     # the cores CPU-bound operators' replicas run on (None: unlimited): their replicas
     # share them (``Topology.core_replicas``), and the plan counts on no more
     cores: float | None = None
+    # a keyed operator's resize: its moved partitions serve nothing for this long
+    # (``keyed_move_loss``), plus this long per byte of state they hold
+    keyed_move_s: float = 0.0
+    keyed_move_s_per_byte: float = 0.0
 
 
 # Calibrated on this machine kind from dedicated runs (docs/measurements.md, "The live
@@ -43,6 +49,19 @@ class EngineModel:
 # and traces (the CPU-bound twitter topology, nyc_taxi). The forecast
 # (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
 LIVE_ENGINE = EngineModel(hop_s=0.027, efficiency=0.85, plan_delay=0.5)
+
+
+def keyed_move_loss(
+    pool: int, before: int, after: int, engine: EngineModel, td: float, state_bytes: float = 0.0
+) -> float:
+    """Replicas' worth of capacity a keyed operator loses over an interval in which its
+    count changes: the moved partitions' share of its replicas is idle for the move's
+    pause (``shared.model.keyed.moved_partitions``)."""
+    pause = engine.keyed_move_s + engine.keyed_move_s_per_byte * state_bytes
+    if before == after or pause <= 0:
+        return 0.0
+    moved = len(moved_partitions(pool, before, after)) / pool
+    return moved * after * min(1.0, pause / td)
 
 
 @dataclass(frozen=True)

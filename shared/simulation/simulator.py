@@ -25,7 +25,7 @@ import numpy as np
 from shared.control.plan import make_plan
 from shared.control.stabilise import Stabilisation, Stabiliser, backlogs
 from shared.model import pa_sps_model as model
-from shared.model.engine import EngineModel, Handover, Limits
+from shared.model.engine import EngineModel, Handover, Limits, keyed_move_loss
 from shared.model.interval_stats import IntervalStats, OperatorStats
 from shared.model.topology import SOURCE, Operator, Topology
 from shared.policies.base import Policy
@@ -140,6 +140,20 @@ class FluidDataplane:
     def queued_by_operator(self) -> dict[str, float]:
         return {n: q.size for n, q in self.queues.items()}
 
+    def _serving(
+        self, name: str, after: int, td: float, handover: Handover | None
+    ) -> float | None:
+        """The replicas serving ``name`` over the interval (time-weighted through a
+        handover), less what a keyed operator's move idles (``keyed_move_loss``)."""
+        if handover is None:
+            return None
+        serving = handover.serving(name, after)
+        op = self.topo[name]
+        if op.stateful:
+            before = handover.before[name]
+            serving -= keyed_move_loss(op.max_replicas, before, after, self.engine, td)
+        return max(0.0, serving)
+
     def step(
         self,
         t0: float,
@@ -168,7 +182,7 @@ class FluidDataplane:
                 self.engine,
                 self.limits,
                 acc,
-                None if handover is None else handover.serving(name, active[name]),
+                self._serving(name, active[name], td, handover),
             )
             proc = acc.ops[name].processed
             if name in self.entry:

@@ -93,3 +93,17 @@ def test_keyed_and_window_operators_in_a_topology():
         _topo({"name": "x", "et_ms": 1, "key": "field:k", "key_groups": 2, "max_replicas": 4})
     with pytest.raises(TopologyError, match="slide_s"):
         _topo({"name": "x", "et_ms": 1, "window": {"hopping_s": 4}})
+
+
+def test_the_simulator_idles_a_keyed_operators_moved_partitions_for_the_pause():
+    """Pool 4, 1 -> 4 replicas: partitions 1-3 move (3/4 of them); a 0.25 s pause in a
+    1 s interval idles 3/4 x 4 x 0.25 = 0.75 replicas; nothing without a change."""
+    from shared.model.engine import EngineModel, keyed_move_loss
+
+    engine = EngineModel(keyed_move_s=0.25)
+    assert keyed_move_loss(4, 1, 4, engine, td=1.0) == pytest.approx(0.75)
+    assert keyed_move_loss(4, 2, 2, engine, td=1.0) == 0.0
+    per_byte = EngineModel(keyed_move_s=0.1, keyed_move_s_per_byte=1e-6)
+    # 4 -> 2: owners 0 1 2 3 become 0 0 1 1, partitions 1-3 move (3/4); pause
+    # 0.1 + 100,000 x 1e-6 = 0.2 s: 3/4 x 2 x 0.2 = 0.3 replicas
+    assert keyed_move_loss(4, 4, 2, per_byte, td=1.0, state_bytes=100_000) == pytest.approx(0.3)
