@@ -12,6 +12,12 @@ seconds into the replay, injects one fault:
 * ``malformed``: for the rest of the replay, 1 % of the events sent again as malformed
   records onto every topic: the ingress, each operator topic, and the control topics.
 
+``--stateful``: the orders pipeline instead (``examples/orders``: a keyed running total
+per customer and orders per customer and 2 s window, fed a generated file with event
+times), and per fault whether every output is exact (``state_exact``: each order's
+running total and count, and each closed window, against the events file,
+``tests/support/orders_check.py``; a repeated output must carry the same value).
+
 Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
 expired, dead-lettered, lost (by id, per stage: ``shared/io/id_ledger.py``), duplicates
 (processings beyond one per id), the restarts the supervisor made, and ``recovered_s``:
@@ -100,11 +106,53 @@ def _topology(ens: Any) -> Topology:
     return topology.load(ens.env["SPS_TOPOLOGY"])
 
 
+STATEFUL = """
+name: orders-faults
+source: {topics: [orders], format: json, id: "field:order_id", time: "field:ts",
+         key: customer}
+operators:
+  - {name: total, code: "sps_orders.operators:running_total", key: "field:customer",
+     et_ms: 2, max_replicas: 4, output: orders.totals}
+  - {name: count, key: "field:customer", window: {tumbling_s: 2}, et_ms: 1,
+     max_replicas: 4, output: orders.counts}
+edges:
+  - {from: source, to: total}
+  - {from: source, to: count}
+"""
+
+
+def stateful_setup(out: Path) -> tuple[str, str, list[dict]]:
+    """The stateful topology's file and a generated events file (60 orders per second
+    of event time: 2 s windows close as the replay runs)."""
+    from sps_orders.generate import orders
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "orders.yaml").write_text(STATEFUL)
+    events = orders(30_000, rate=60.0, seed=5)
+    (out / "orders.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return str(out / "orders.yaml"), str(out / "orders.jsonl"), events
+
+
+def state_exact(rep: dict[str, Any], events: list[dict]) -> bool:
+    from tests.support.orders_check import check_totals, check_windows, outputs_once
+
+    totals, differ_t = outputs_once(rep["outputs"]["orders.totals"])
+    windows, differ_w = outputs_once(rep["outputs"]["orders.counts"])
+    sent = events[: rep["sent"]]
+    return not (differ_t or differ_w or check_totals(sent, totals)) and not check_windows(
+        sent, windows, 2.0
+    )
+
+
 def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     stop = threading.Event()
     log: dict[str, Any] = {}
+    events_file, events = None, None
+    topology = args.topology
+    if args.stateful:
+        topology, events_file, events = stateful_setup(out / "stateful")
     res = demo.run(
-        topology=args.topology,
+        topology=topology,
         trace_name=args.trace,
         duration=args.duration,
         peak_rate=args.peak_rate,
@@ -113,6 +161,7 @@ def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]
         drain_s=args.drain,
         compare_static=False,
         during=lambda ens: inject(fault, ens, args.at, stop, log),
+        events_file=events_file,
     )
     stop.set()
     rep = res["report"]
@@ -136,6 +185,7 @@ def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]
         "left_band": rec.left_band,
         "band": asdict(rec.band) if rec.band else None,
         "latency_ms_mean": rep.get("latency_ms_mean"),
+        "state_exact": state_exact(rep, events) if events is not None else None,
     }
 
 
@@ -150,6 +200,7 @@ def main() -> None:
     ap.add_argument("--drain", type=float, default=150.0)
     ap.add_argument("--out", default=f"runs/faults-{time.strftime('%Y%m%d-%H%M%S')}")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--stateful", action="store_true", help="the orders pipeline (keyed, windowed)")
     args = ap.parse_args()
     out = Path(args.out)
     rows = []

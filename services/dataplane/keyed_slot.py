@@ -13,7 +13,7 @@ from shared.io.envelope import Envelope
 from shared.io.state_store import PartitionStore
 from shared.model.keyed import key_group
 from shared.pipeline.operators import Context, Output, normalise
-from shared.pipeline.stateful import KeyState, WindowResult, event_key
+from shared.pipeline.stateful import KeyState, WindowResult, event_key, state_fields
 
 log = logging.getLogger("sps.dataplane")
 
@@ -27,6 +27,13 @@ class KeyedSlot:
     def done_before(self, offset: int) -> bool:
         """An event a previous attempt of this range already applied (and committed)."""
         return self.store.committed is not None and offset < self.store.committed
+
+    def prefetch(self, events: list[Envelope]) -> None:
+        """The state the events will read, in one round trip."""
+        op = self.g.op
+        self.store.prefetch(
+            [f for ev in events for f in state_fields(op, ev.payload, ev.event_time)]
+        )
 
     def process(self, ev: Envelope, ctx: Context) -> Output:
         """The operator on one event: a window adds it to its windows (raises ``Late``);
@@ -50,6 +57,8 @@ class KeyedSlot:
     def commit(self, next_offset: int) -> bool:
         """State and ``next_offset`` at once; False: fenced (another attempt committed
         this range first: nothing of this one's is applied)."""
+        # a retry that skipped what an earlier attempt committed never moves it back
+        next_offset = max(next_offset, self.store.committed or 0)
         done = self.store.commit(next_offset, self.owner)
         if not done:
             log.warning(

@@ -108,7 +108,8 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
             gap = handover_pause(g, keyed.partition, keyed.owner, keyed.first_at)
             if gap is not None:
                 g.kb.record_pause(g.operator, keyed.partition, *gap, keyed.first_at)
-        if res.next_offset > res.start or keyed.store.committed is None:
+        store = keyed.store
+        if res.next_offset > res.start or store.committed is None or store.dirty:
             keyed.commit(res.next_offset)
 
 

@@ -128,6 +128,7 @@ class SlotRun:
         self.written_at = time.monotonic()
         # a keyed or window operator's partition state, committed with its offset
         self.keyed = KeyedSlot(g, slot.replica, slot.owner) if g.op.stateful else None
+        self._decoded: dict[int, Envelope] = {}  # offset -> event decoded by prefetch
 
     def _ready(self) -> Context:
         g = self.g
@@ -145,7 +146,7 @@ class SlotRun:
         self.res.next_offset = max(self.res.next_offset, (msg.offset() or 0) + 1)
         if self.keyed is not None and self.keyed.done_before(msg.offset() or 0):
             return
-        ev = self._decode(msg)
+        ev = self._decoded.pop(msg.offset() or 0, None) or self._decode(msg)
         if ev is None or self._expired(ev):
             return
         began = time.perf_counter()
@@ -165,6 +166,24 @@ class SlotRun:
         if writes_due(len(ctx.writes), now - self.written_at):
             ctx.writes.execute()
             self.written_at = now
+
+    def prefetch(self, msgs: list[Any]) -> None:
+        """A keyed operator's: decode ``msgs`` ahead (``handle`` takes them from here) and
+        read the state they need in one round trip."""
+        if self.keyed is None or not msgs:
+            return
+        events = []
+        for msg in msgs:
+            offset = msg.offset() or 0
+            if self.keyed.done_before(offset):
+                continue
+            try:
+                ev = decode(msg.value())
+            except BadEvent:
+                continue  # handle dead-letters it
+            self._decoded[offset] = ev
+            events.append(ev)
+        self.keyed.prefetch(events)
 
     def _decode(self, msg: Any) -> Envelope | None:
         try:

@@ -48,7 +48,10 @@ class EngineModel:
 # rescale timelines (median 0.44-0.48 s). `compare --live` is judged on other topologies
 # and traces (the CPU-bound twitter topology, nyc_taxi). The forecast
 # (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
-LIVE_ENGINE = EngineModel(hop_s=0.027, efficiency=0.85, plan_delay=0.5)
+# A keyed operator's move: its moved partitions waited a median 0.011 s longer than its
+# unmoved ones across the same batch boundaries (benchmarks/bench_state.py, 100,000 keys,
+# 2026-11-25: 255 against 244 ms); no state is copied, so no cost per byte.
+LIVE_ENGINE = EngineModel(hop_s=0.027, efficiency=0.85, plan_delay=0.5, keyed_move_s=0.011)
 
 
 def keyed_move_loss(

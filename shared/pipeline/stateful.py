@@ -126,6 +126,21 @@ class AggregateOperator:
         pass
 
 
+def state_fields(op: Operator, payload: Any, t: float) -> list[tuple[str, int, str]]:
+    """The store entries an event will read: its key's state, or its windows'
+    accumulators (a session: the key's sessions); none if it has no key."""
+    try:
+        key = event_key(op, payload)
+    except NoKey:
+        return []
+    g = key_group(key, op.key_groups)
+    if op.window is None:
+        return [("s", g, key)]
+    if op.window.kind == "session":
+        return [("w", g, window_field(key, None))]
+    return [("w", g, window_field(key, start)) for start, _ in op.window.assign(t)]
+
+
 class Late(ValueError):
     """The event's every window had closed when it arrived (its fate: late)."""
 

@@ -140,9 +140,7 @@ class FluidDataplane:
     def queued_by_operator(self) -> dict[str, float]:
         return {n: q.size for n, q in self.queues.items()}
 
-    def _serving(
-        self, name: str, after: int, td: float, handover: Handover | None
-    ) -> float | None:
+    def _serving(self, name: str, after: int, td: float, handover: Handover | None) -> float | None:
         """The replicas serving ``name`` over the interval (time-weighted through a
         handover), less what a keyed operator's move idles (``keyed_move_loss``)."""
         if handover is None:

@@ -5,23 +5,22 @@ driving it the rest of the time, and the Spark driver killed (``kill -9``) later
 
 Outputs are delivered at least once with deterministic ids, so a repeat carries its
 first delivery's value: the test drops repeats by id after checking they agree, then
-checks each customer's totals and counts, and every closed window, against what it
-computes from the events file itself."""
+checks each customer's totals and counts, and every closed window, against what
+``tests/support/orders_check.py`` computes from the events file itself."""
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import signal
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from sps_orders.generate import orders
 
 from services.ensemble import demo
+from tests.support.orders_check import check_totals, check_windows, outputs_once
 
 pytestmark = pytest.mark.e2e
 
@@ -89,16 +88,6 @@ def stateful_run(tmp_path_factory):
     return out["report"], events, log
 
 
-def _once(path: str) -> dict[str, dict]:
-    """Each id's value, after checking that every repeat of an id carries the same."""
-    seen: dict[str, dict] = {}
-    for line in Path(path).read_text().splitlines():
-        row = json.loads(line)
-        first = seen.setdefault(row["id"], row["value"])
-        assert first == row["value"], f"{row['id']} delivered twice with different values"
-    return seen
-
-
 def test_nothing_is_lost_and_the_faults_happened(stateful_run):
     rep, _, log = stateful_run
     assert log.get("killed") and rep["restarts"].get("dataplane", 0) >= 1
@@ -112,26 +101,14 @@ def test_nothing_is_lost_and_the_faults_happened(stateful_run):
 
 def test_every_customers_total_and_count_are_exact(stateful_run):
     rep, events, _ = stateful_run
-    sent = events[: rep["sent"]]
-    totals = _once(rep["outputs"]["orders.totals"])
-    assert set(totals) == {e["order_id"] for e in sent}
-    running: dict[str, float] = collections.defaultdict(float)
-    counts: collections.Counter = collections.Counter()
-    for e in sent:  # a customer's orders reach `total` in the file's order
-        counts[e["customer"]] += 1
-        running[e["customer"]] = round(running[e["customer"]] + e["amount"], 2)
-        out = totals[e["order_id"]]
-        assert (out["customer"], out["orders"]) == (e["customer"], counts[e["customer"]])
-        assert out["total"] == pytest.approx(running[e["customer"]])
+    totals, differ = outputs_once(rep["outputs"]["orders.totals"])
+    assert differ == [], "an order's output delivered twice with different values"
+    assert check_totals(events[: rep["sent"]], totals) == []
 
 
 def test_every_closed_window_counts_its_events_once(stateful_run):
     rep, events, _ = stateful_run
-    expected: collections.Counter = collections.Counter()
-    for e in events[: rep["sent"]]:
-        expected[(e["customer"], int(e["ts"] // 2) * 2)] += 1
-    windows = _once(rep["outputs"]["orders.counts"])
-    assert len(windows) > 100
-    for wid, w in windows.items():
-        assert wid == f"{w['key']}@{w['start']}" and w["end"] == w["start"] + 2
-        assert w["value"] == expected[(w["key"], w["start"])], wid
+    windows, differ = outputs_once(rep["outputs"]["orders.counts"])
+    assert differ == [] and len(windows) > 100
+    assert all(w["end"] == w["start"] + 2 for w in windows.values())
+    assert check_windows(events[: rep["sent"]], windows, 2.0) == []
