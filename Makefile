@@ -50,7 +50,7 @@ prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make te
 # The example user projects are installed as a user installs theirs (the built-in
 # twitter topologies name sps_twitter's operators).
 EXAMPLES := examples/twitter examples/sentiment examples/log examples/advertising \
-  examples/orders
+  examples/orders examples/nexmark
 
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }

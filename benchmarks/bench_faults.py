@@ -8,6 +8,8 @@ seconds into the replay, injects one fault:
 
 * ``kill:<service>``: ``kill -9`` of ingress, monitor, analyze, plan, execute, or the
   dataplane (the Spark driver: its JVM and workers die with it);
+* ``kill:worker``: ``kill -9`` of one of Spark's Python worker processes (the task it ran
+  fails and Spark retries it);
 * ``redis``: redis-server stopped and started again on its port (append-only file kept);
 * ``malformed``: for the rest of the replay, 1 % of the events sent again as malformed
   records onto every topic: the ingress, each operator topic, and the control topics.
@@ -50,7 +52,7 @@ from shared.settings import ServiceSettings
 from shared.simulation import recovery
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
-DEFAULT_FAULTS = [*(f"kill:{s}" for s in SERVICES), "redis", "malformed"]
+DEFAULT_FAULTS = [*(f"kill:{s}" for s in SERVICES), "kill:worker", "redis", "malformed"]
 
 
 def inject(fault: str, ens: Any, at_s: float, stop: threading.Event, log: dict) -> None:
@@ -58,7 +60,9 @@ def inject(fault: str, ens: Any, at_s: float, stop: threading.Event, log: dict) 
     if stop.wait(at_s):
         return
     log["at"] = time.time()
-    if fault.startswith("kill:"):
+    if fault == "kill:worker":
+        log["killed_pid"] = kill_python_worker(ens)
+    elif fault.startswith("kill:"):
         child = next(c for c in ens.children if c.name == fault.split(":", 1)[1])
         os.kill(child.proc.pid, signal.SIGKILL)
     elif fault == "redis":
@@ -67,6 +71,34 @@ def inject(fault: str, ens: Any, at_s: float, stop: threading.Event, log: dict) 
         send_malformed(ens, stop, log)
     else:
         raise ValueError(f"unknown fault {fault!r}")
+
+
+def kill_python_worker(ens: Any) -> int:
+    """``kill -9`` of a Spark Python worker of the dataplane (a process forked by
+    ``pyspark.daemon`` that is not the daemon itself); its pid."""
+    dataplane = next(c for c in ens.children if c.name == "dataplane").proc.pid
+    parents: dict[int, int] = {}
+    cmds: dict[int, str] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                cmds[int(d.name)] = (d / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            parents[int(d.name)] = int(stat[1])
+
+    def under(pid: int) -> bool:
+        while pid not in (0, 1, dataplane) and pid in parents:
+            pid = parents[pid]
+        return pid == dataplane
+
+    daemons = {p for p, c in cmds.items() if "pyspark.daemon" in c and under(p)}
+    workers = [p for p in daemons if parents.get(p) in daemons]
+    if not workers:
+        raise RuntimeError("no Spark Python worker to kill")
+    os.kill(workers[0], signal.SIGKILL)
+    return workers[0]
 
 
 def send_malformed(ens: Any, stop: threading.Event, log: dict) -> int:

@@ -23,7 +23,9 @@ class RoutingView:
     knowledge base at most every ``ROUTING_REFRESH_S`` and shared by every router of its
     owner (thread-safe). A count that differs from the one ``watch`` last saw is a change
     taking effect: the routers send to the new replicas from now on (their standby slots
-    serve them, ``slots.plan_slots``), so it is recorded as the change's effect."""
+    serve them, ``slots.plan_slots``), so it is recorded as the change's effect; not for
+    a keyed successor, whose events go by key whatever the count: its change takes
+    effect when the stream reader plans a batch with it."""
 
     def __init__(self, kb: KnowledgeBase, topology: Any, td: float, watch: CountWatch) -> None:
         self.kb, self.topo, self.td, self.watch = kb, topology, td, watch
@@ -40,7 +42,8 @@ class RoutingView:
             backlog = self.kb.backlog(successor, op.max_replicas)
             util = backlog_utilisation(backlog[:n], op.et_s, self.td)
             self._seen[successor] = (time.monotonic(), n, util)
-            self.watch.see(successor, n)
+            if not op.stateful:  # a keyed operator's count takes effect at a batch's plan
+                self.watch.see(successor, n)
         return n, util
 
     def router(self, successor: str, concurrency: int = 1, start: int = 0) -> LoadAwareRouter:

@@ -93,10 +93,11 @@ def test_nothing_is_lost_and_the_faults_happened(stateful_run):
     assert log.get("killed") and rep["restarts"].get("dataplane", 0) >= 1
     assert rep["lost"] == 0 and rep["shed"] == 0 and rep["dead_lettered"] == 0
     assert all(s["lost"] == 0 and s["late"] == 0 for s in rep["stages"])
-    assert rep["rescale_timeline"]["changes"] >= 4  # both operators, 1 -> 4 -> 2
-    moves = rep["state_moves"]  # each resize moved partitions with their key groups
-    assert moves["moves"] >= 4 and moves["key_groups_moved"] > 0
-    assert moves["pause_s"]["max"] is not None
+    # a keyed change takes effect when a batch is planned with it: a count PA-SPS takes
+    # back within a batch never does; the requests' 1 -> 4 -> 2 do, each moving partitions
+    moves = rep["state_moves"]
+    assert rep["rescale_timeline"]["changes"] >= 2 and moves["moves"] >= 2
+    assert moves["key_groups_moved"] > 0 and moves["pause_s"]["max"] is not None
 
 
 def test_every_customers_total_and_count_are_exact(stateful_run):
