@@ -15,7 +15,7 @@ from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_
 from shared.io.knowledge_base import KnowledgeBase
 from shared.io.rescale_timeline import CountWatch
 from shared.model.keyed import partition_of_key
-from shared.model.records import lookup
+from shared.model.records import lookup_first
 
 
 class RoutingView:
@@ -93,6 +93,6 @@ class Routers:
         dead-letters it), else the least loaded active replica's."""
         op = self.view.topo[successor]
         if op.stateful:
-            key = lookup(payload, op.key_path) if op.key else ""
+            key = lookup_first(payload, op.key_path) if op.key else ""
             return partition_of_key(key or "", op.key_groups, op.max_replicas)
         return self.routers[successor].choose()

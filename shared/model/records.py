@@ -43,8 +43,8 @@ class SourceSpec:
     # for trying a pipeline: JSON lines of payloads, and a generator "pkg.mod:fn" (n, seed)
     sample_events: str = ""
     generator: str = ""
-    _id_path: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
-    _time_path: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _id_path: Paths = field(default=(), init=False, repr=False, compare=False)
+    _time_path: Paths = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -56,8 +56,8 @@ class SourceSpec:
                 )
         if self.format != "json" and (self.id != "offset" or self.time != "timestamp" or self.key):
             raise ValueError("source: id, time and key fields need format: json")
-        object.__setattr__(self, "_id_path", _path(self.id))
-        object.__setattr__(self, "_time_path", _path(self.time))
+        object.__setattr__(self, "_id_path", paths(self.id))
+        object.__setattr__(self, "_time_path", paths(self.time))
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any] | None) -> SourceSpec:
@@ -105,9 +105,9 @@ class SourceSpec:
         """The record as an event and its LAS key (None: unkeyed)."""
         payload = self.payload(raw)
         if self._id_path:
-            found = lookup(payload, self._id_path)
+            found = lookup_first(payload, self._id_path)
             if found is None:
-                raise BadRecord(f"no event id at {'.'.join(self._id_path)!r}")
+                raise BadRecord(f"no event id at {self.id[len('field:') :]!r}")
             event_id = str(found)
         else:
             event_id = f"{topic}/{partition}/{offset}"
@@ -115,13 +115,30 @@ class SourceSpec:
         ts = timestamp_ms / 1000.0 if timestamp_ms and timestamp_ms > 0 else now
         evt = None
         if self._time_path:
-            evt = event_time(lookup(payload, self._time_path), ".".join(self._time_path))
+            where = self.time[len("field:") :]
+            evt = event_time(lookup_first(payload, self._time_path), where)
         key = lookup(payload, tuple(self.key.split("."))) if self.key else None
         return Envelope(event_id, ts, "source", payload, part=partition, evt=evt), key
 
 
-def _path(spec: str) -> tuple[str, ...]:
-    return tuple(spec[len("field:") :].split(".")) if spec.startswith("field:") else ()
+Paths = tuple[tuple[str, ...], ...]
+
+
+def paths(spec: str) -> Paths:
+    """``field:a.b|c.d``: the dotted paths to try in turn (records of several shapes on
+    one topic, as Nexmark's persons, auctions and bids)."""
+    if not spec.startswith("field:"):
+        return ()
+    return tuple(tuple(alt.split(".")) for alt in spec[len("field:") :].split("|"))
+
+
+def lookup_first(payload: Any, paths: Paths) -> str | None:
+    """The scalar at the first of ``paths`` the payload has."""
+    for path in paths:
+        found = lookup(payload, path)
+        if found is not None:
+            return found
+    return None
 
 
 def lookup(payload: Any, path: tuple[str, ...]) -> str | None:

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from shared.model.keyed import DEFAULT_KEY_GROUPS
-from shared.model.records import SourceSpec
+from shared.model.records import Paths, SourceSpec
+from shared.model.records import paths as key_paths
 from shared.model.topology_checks import ON_ERROR, SOURCE, TopologyError, toposort, validate
 from shared.model.windows import WindowSpec
 
@@ -73,8 +74,9 @@ class Operator:
         return bool(self.key) or self.window is not None
 
     @property
-    def key_path(self) -> tuple[str, ...]:
-        return tuple(self.key[len("field:") :].split(".")) if self.key else ()
+    def key_path(self) -> Paths:
+        """The key's dotted paths (``field:a.b|c.d``: the first the payload has)."""
+        return key_paths(self.key)
 
     @property
     def et_s(self) -> float:

@@ -21,7 +21,7 @@ import orjson
 
 from shared.io.state_store import MISSING, PartitionStore, window_field
 from shared.model.keyed import key_group
-from shared.model.records import lookup
+from shared.model.records import lookup_first
 from shared.model.topology import Operator
 from shared.model.windows import watermark
 from shared.pipeline.operators import OperatorLoadError, resolve
@@ -71,7 +71,7 @@ def event_key(op: Operator, payload: Any) -> str:
     """The key of ``payload`` for a keyed operator ("" for a window over all events)."""
     if not op.key:
         return ""
-    found = lookup(payload, op.key_path)
+    found = lookup_first(payload, op.key_path)
     if found is None:
         raise NoKey(f"no key at {op.key[len('field:') :]!r} for keyed operator {op.name!r}")
     return found

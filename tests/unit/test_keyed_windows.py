@@ -80,7 +80,7 @@ def _topo(op: dict) -> topology.Topology:
 def test_keyed_and_window_operators_in_a_topology():
     t = _topo({"name": "total", "et_ms": 1, "key": "field:user.id", "max_replicas": 4})
     op = t["total"]
-    assert op.stateful and op.key_path == ("user", "id") and op.key_groups == 128
+    assert op.stateful and op.key_path == (("user", "id"),) and op.key_groups == 128
     assert not op.chain  # routed by key: never fused with its neighbours
     w = _topo({"name": "count", "et_ms": 1, "window": {"tumbling_s": 5}, "max_replicas": 4})
     assert w["count"].window == WindowSpec("tumbling", 5, 5)

@@ -132,6 +132,10 @@ def test_records_become_events_by_the_source_section():
     ev, _ = by_field.event(b'{"order_id": 1, "at": 1767225601000}', "t", 0, 0, 0, 0)
     assert ev.event_time == 1_767_225_601.0  # epoch milliseconds
     assert decode(ev.encode()).event_time == 1_767_225_601.0  # it travels downstream
+    # records of several shapes on one topic: the first path the record has
+    shapes = SourceSpec(id="field:bid.id|person.id", time="field:bid.at|person.at")
+    ev, _ = shapes.event(b'{"person": {"id": 4, "at": 1767225601000}}', "t", 0, 0, 0, 0)
+    assert (ev.id, ev.event_time) == ("4", 1_767_225_601.0)
     text, _ = SourceSpec(format="text").event("héllo".encode(), "t", 0, 5, None, 12.0)
     assert (text.payload, text.ts) == ("héllo", 12.0)  # no timestamp: the arrival time
     raw = SourceSpec(format="bytes").event(b"\x00\xff", "t", 0, 0, 0, 0)[0]
