@@ -259,9 +259,10 @@ class SlotRun:
         sink's to its output topic, if it has one."""
         g, res = self.g, self.res
         if not g.successors:
-            if g.op.output:
-                for _, payload in outputs:
-                    g.producer.produce(g.op.output, output_record(out_id, payload), None, key)
+            if g.op.output:  # each output its own id: <id>, then <id>/1, <id>/2, ...
+                for k, (_, payload) in enumerate(outputs):
+                    row_id = out_id if k == 0 else f"{out_id}/{k}"
+                    g.producer.produce(g.op.output, output_record(row_id, payload), None, key)
             return
         routers = self.routers
         assert routers is not None  # set up by _ready before the event's first step
