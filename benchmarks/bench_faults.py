@@ -138,28 +138,15 @@ def _topology(ens: Any) -> Topology:
     return topology.load(ens.env["SPS_TOPOLOGY"])
 
 
-STATEFUL = """
-name: orders-faults
-source: {topics: [orders], format: json, id: "field:order_id", time: "field:ts",
-         key: customer}
-operators:
-  - {name: total, code: "sps_orders.operators:running_total", key: "field:customer",
-     et_ms: 2, max_replicas: 4, output: orders.totals}
-  - {name: count, key: "field:customer", window: {tumbling_s: 2}, et_ms: 1,
-     max_replicas: 4, output: orders.counts}
-edges:
-  - {from: source, to: total}
-  - {from: source, to: count}
-"""
-
-
 def stateful_setup(out: Path) -> tuple[str, str, list[dict]]:
     """The stateful topology's file and a generated events file (60 orders per second
     of event time: 2 s windows close as the replay runs)."""
     from sps_orders.generate import orders
 
+    from tests.support import orders_check
+
     out.mkdir(parents=True, exist_ok=True)
-    (out / "orders.yaml").write_text(STATEFUL)
+    (out / "orders.yaml").write_text(orders_check.TOPOLOGY)
     events = orders(30_000, rate=60.0, seed=5)
     (out / "orders.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return str(out / "orders.yaml"), str(out / "orders.jsonl"), events

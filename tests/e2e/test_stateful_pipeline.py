@@ -20,23 +20,9 @@ import pytest
 from sps_orders.generate import orders
 
 from services.ensemble import demo
-from tests.support.orders_check import check_totals, check_windows, outputs_once
+from tests.support.orders_check import TOPOLOGY, check_totals, check_windows, outputs_once
 
 pytestmark = pytest.mark.e2e
-
-TOPOLOGY = """
-name: orders-e2e
-source: {topics: [orders], format: json, id: "field:order_id", time: "field:ts",
-         key: customer}
-operators:
-  - {name: total, code: "sps_orders.operators:running_total", key: "field:customer",
-     et_ms: 2, max_replicas: 4, output: orders.totals}
-  - {name: count, key: "field:customer", window: {tumbling_s: 2}, et_ms: 1,
-     max_replicas: 4, output: orders.counts}
-edges:
-  - {from: source, to: total}
-  - {from: source, to: count}
-"""
 
 
 def _request(ens, operator: str, replicas: int) -> None:

@@ -15,6 +15,13 @@ from shared.pipeline.stateful import Count, KeyState, Late, WindowAggregator
 pytestmark = pytest.mark.integration
 
 
+def _aggregator(name: str, window: dict) -> WindowAggregator:
+    """A window operator keyed by ``k`` counting its events (no code)."""
+    op = {"name": name, "et_ms": 1, "key": "field:k", "window": window}
+    topo = topology.from_dict({"operators": [op], "edges": [{"from": "source", "to": name}]})
+    return WindowAggregator(topo[name], Count(), idle_s=60.0)
+
+
 def _add(store: PartitionStore, key: str, amount: int) -> int:
     state = KeyState(store, key_group(key, 128), key)
     state["total"] = state.get("total", 0) + amount
@@ -47,15 +54,7 @@ def test_a_tumbling_count_fires_each_window_once_and_refuses_a_late_event(redis_
     """Input a delivers event times 1, 4, 12 (windows [0, 10) and [10, 20)); the
     watermark is a's latest time, 12: [0, 10) closes with 2 events, [10, 20) stays open;
     then an event at 8 is late; at 25 the second window closes with 1."""
-    topo = topology.from_dict(
-        {
-            "operators": [
-                {"name": "count", "et_ms": 1, "key": "field:k", "window": {"tumbling_s": 10}}
-            ],
-            "edges": [{"from": "source", "to": "count"}],
-        }
-    )
-    agg = WindowAggregator(topo["count"], Count(), idle_s=60.0)
+    agg = _aggregator("count", {"tumbling_s": 10})
     store = PartitionStore(redis_client, Keys("win1"), "count", 0)
     for t in (1.0, 4.0, 12.0):
         agg.add(store, {"k": "x"}, t, "source/0", now=100.0)
@@ -76,15 +75,7 @@ def test_a_tumbling_count_fires_each_window_once_and_refuses_a_late_event(redis_
 def test_sessions_merge_and_close_after_the_gap(redis_client):
     """Gap 5: events at 0 and 3 make one session [0, 8); an event at 20 opens another;
     the watermark 20 closes the first with 2 events."""
-    topo = topology.from_dict(
-        {
-            "operators": [
-                {"name": "s", "et_ms": 1, "key": "field:k", "window": {"session_gap_s": 5}}
-            ],
-            "edges": [{"from": "source", "to": "s"}],
-        }
-    )
-    agg = WindowAggregator(topo["s"], Count(), idle_s=60.0)
+    agg = _aggregator("s", {"session_gap_s": 5})
     store = PartitionStore(redis_client, Keys("sess1"), "s", 0)
     for t in (0.0, 3.0, 20.0):
         agg.add(store, {"k": "u"}, t, "source/0", now=50.0)

@@ -11,6 +11,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# The orders pipeline as the stateful tests and the fault benchmark run it: a keyed running
+# total per customer, and orders per customer and 2 s of event time (no code: a count).
+TOPOLOGY = """
+name: orders-stateful
+source: {topics: [orders], format: json, id: "field:order_id", time: "field:ts",
+         key: customer}
+operators:
+  - {name: total, code: "sps_orders.operators:running_total", key: "field:customer",
+     et_ms: 2, max_replicas: 4, output: orders.totals}
+  - {name: count, key: "field:customer", window: {tumbling_s: 2}, et_ms: 1,
+     max_replicas: 4, output: orders.counts}
+edges:
+  - {from: source, to: total}
+  - {from: source, to: count}
+"""
+
 
 def outputs_once(path: str | Path) -> tuple[dict[str, Any], list[str]]:
     """Each id's first value, and the ids repeated with a different value."""
