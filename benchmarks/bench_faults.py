@@ -8,8 +8,8 @@ seconds into the replay, injects one fault:
 
 * ``kill:<service>``: ``kill -9`` of ingress, monitor, analyze, plan, execute, or the
   dataplane (the Spark driver: its JVM and workers die with it);
-* ``kill:worker``: ``kill -9`` of one of Spark's Python worker processes (the task it ran
-  fails and Spark retries it);
+* ``kill:worker``: ``kill -9`` of every Spark Python worker process of the moment (the
+  tasks they ran fail and Spark retries them; the daemon forks new workers);
 * ``redis``: redis-server stopped and started again on its port (append-only file kept);
 * ``malformed``: for the rest of the replay, 1 % of the events sent again as malformed
   records onto every topic: the ingress, each operator topic, and the control topics.
@@ -73,9 +73,9 @@ def inject(fault: str, ens: Any, at_s: float, stop: threading.Event, log: dict) 
         raise ValueError(f"unknown fault {fault!r}")
 
 
-def kill_python_worker(ens: Any) -> int:
-    """``kill -9`` of a Spark Python worker of the dataplane (a process forked by
-    ``pyspark.daemon`` that is not the daemon itself); its pid."""
+def kill_python_worker(ens: Any) -> list[int]:
+    """``kill -9`` of the dataplane's Spark Python workers (the processes ``pyspark.daemon``
+    forked, not the daemon itself: an idle one alone fails no task); their pids."""
     dataplane = next(c for c in ens.children if c.name == "dataplane").proc.pid
     parents: dict[int, int] = {}
     cmds: dict[int, str] = {}
@@ -97,8 +97,9 @@ def kill_python_worker(ens: Any) -> int:
     workers = [p for p in daemons if parents.get(p) in daemons]
     if not workers:
         raise RuntimeError("no Spark Python worker to kill")
-    os.kill(workers[0], signal.SIGKILL)
-    return workers[0]
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    return workers
 
 
 def send_malformed(ens: Any, stop: threading.Event, log: dict) -> int:
@@ -200,6 +201,7 @@ def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]
         "malformed_sent": log.get("malformed"),
         "restarts": rep.get("restarts"),
         "fault_at": log.get("at"),
+        "killed_workers": len(log.get("killed_pid") or []),
         "recovered_s": rec.recovered_s,
         "left_band": rec.left_band,
         "band": asdict(rec.band) if rec.band else None,
