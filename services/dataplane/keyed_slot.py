@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from services.dataplane.group import GroupRun
 from shared.io.envelope import Envelope
@@ -79,15 +78,12 @@ def window_envelope(g: GroupRun, result: WindowResult, partition: int) -> Envelo
     )
 
 
-def handover_pause(
-    g: GroupRun, partition: int, owner: int, first_at: float
-) -> tuple[float, bool] | None:
+def handover_pause(store: PartitionStore, owner: int, first_at: float) -> tuple[float, bool] | None:
     """Seconds from the partition's last commit to this task's first event of it, and
     whether the partition changed owner in between (a moved partition's events waited
     that long for the move; an unmoved one's for the batch boundary alone). None: no
     commit before."""
-    raw: Any = g.r.hget(g.keys.handover(g.operator), str(partition))
-    if raw is None:
+    if store.handover is None:
         return None
-    before, at = (raw.decode() if isinstance(raw, bytes) else str(raw)).split()
-    return max(0.0, first_at - float(at)), int(before) != owner
+    before, at = store.handover
+    return max(0.0, first_at - at), before != owner

@@ -105,7 +105,7 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
         if keyed is None:
             continue
         if keyed.first_at is not None:
-            gap = handover_pause(g, keyed.partition, keyed.owner, keyed.first_at)
+            gap = handover_pause(keyed.store, keyed.owner, keyed.first_at)
             if gap is not None:
                 g.kb.record_pause(g.operator, keyed.partition, *gap, keyed.first_at)
         store = keyed.store

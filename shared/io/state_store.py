@@ -65,8 +65,14 @@ class PartitionStore:
         pipe = redis.pipeline(transaction=False)
         pipe.hget(keys.committed(operator), str(partition))
         pipe.hgetall(keys.watermarks(operator, partition))
-        committed, marks = pipe.execute()
+        pipe.hget(keys.handover(operator), str(partition))
+        committed, marks, handover = pipe.execute()
         self.committed: int | None = int(committed) if committed is not None else None
+        # who committed the partition last, and when (read here: one round trip at open)
+        self.handover: tuple[int, float] | None = None
+        if handover is not None:
+            owner, at = (handover.decode() if isinstance(handover, bytes) else handover).split()
+            self.handover = (int(owner), float(at))
         self.inputs: dict[str, tuple[float, float]] = {}
         self.watermark: float | None = None
         for k, v in marks.items():
@@ -80,7 +86,6 @@ class PartitionStore:
         self._values: dict[tuple[str, int, str], Any] = {}  # (kind, group, field) -> value
         self._dirty: dict[tuple[str, int, str], Any] = {}
         self._ends: dict[tuple[int, str], float | None] = {}  # window end, None: removed
-        self.opened_at = time.time()
 
     # -- values: per-key state ("s") and window accumulators ("w") ------------------------
     def _hash(self, kind: str, group: int) -> str:

@@ -1,7 +1,8 @@
 """A stateful pipeline end to end (real Kafka, Redis, Spark): raw JSON orders with event
 times, a keyed running total per customer and a tumbling count of orders per customer
-and 2 s of event time; resized 1 -> 4 -> 2 by on-demand rescales mid-stream, PA-SPS
-driving it the rest of the time, and the Spark driver killed (``kill -9``) later on.
+and 2 s of event time; on-demand rescales 1 -> 4 -> 2 requested mid-stream and PA-SPS
+scaling it for a spike (a keyed change takes effect when a batch is planned with it: the
+test asserts at least two moves, not which), and the Spark driver killed (``kill -9``).
 
 Outputs are delivered at least once with deterministic ids, so a repeat carries its
 first delivery's value: the test drops repeats by id after checking they agree, then

@@ -29,7 +29,7 @@ def q0(bid: dict[str, Any], ctx: Any) -> Out:
 
 def q1(bid: dict[str, Any], ctx: Any) -> Out:
     """q1, currency conversion: the price in euros (0.908 x dollars)."""
-    return [(None, {**{k: bid[k] for k in ("auction", "bidder", "dateTime")},
+    return [(None, {**{k: bid[k] for k in ("auction", "bidder", "dateTime", "extra")},
                     "price": round(0.908 * bid["price"], 3)})]  # fmt: skip
 
 

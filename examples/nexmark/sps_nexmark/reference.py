@@ -27,7 +27,8 @@ def q0(events: list[dict]) -> list[Row]:
 
 def q1(events: list[dict]) -> list[Row]:
     return [{"auction": b["auction"], "bidder": b["bidder"], "dateTime": b["dateTime"],
-             "price": round(b["price"] * 908 / 1000, 3)} for b in _bids(events)]  # fmt: skip
+             "extra": b["extra"], "price": round(b["price"] * 908 / 1000, 3)}
+            for b in _bids(events)]  # fmt: skip
 
 
 def q2(events: list[dict]) -> list[Row]:
