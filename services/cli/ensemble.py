@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from shared.io.connections import kafka_config
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
 
 PREDICTOR_HELP = (
@@ -271,27 +270,18 @@ def chain_rows(topo: Any) -> list[dict[str, Any]]:
 
 def cmd_rescale(args: argparse.Namespace) -> int:
     """Publish an on-demand request for the execute service on sps.requests."""
-    import uuid
-
-    from confluent_kafka import Producer
-
-    from shared.contracts.base import encode
-    from shared.contracts.plan import RescaleRequest
+    from shared.io.requests import send_rescale
     from shared.settings import ServiceSettings
 
     settings = ServiceSettings()
-    req = RescaleRequest(
-        request_id=uuid.uuid4().hex,
-        operator=args.operator,
-        replicas=args.replicas,
+    req = send_rescale(
+        args.bootstrap or settings.kafka_bootstrap_servers,
+        args.operator,
+        args.replicas,
         add=args.add,
         remove=args.remove,
         input_eps=args.input_eps,
     )
-    producer = Producer(kafka_config(args.bootstrap or settings.kafka_bootstrap_servers))
-    producer.produce(settings.topics.requests, key=req.request_id, value=encode(req))
-    if producer.flush(10) != 0:
-        raise ValueError("the request was not delivered to Kafka within 10 s")
     print(f"request {req.request_id} sent to {settings.topics.requests}")
     return 0
 

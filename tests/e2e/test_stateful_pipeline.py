@@ -15,29 +15,19 @@ import json
 import os
 import signal
 import time
-import uuid
 
 import pytest
 from sps_orders.generate import orders
 
 from services.ensemble import demo
+from shared.io.requests import send_rescale
 from tests.support.orders_check import TOPOLOGY, check_totals, check_windows, outputs_once
 
 pytestmark = pytest.mark.e2e
 
 
 def _request(ens, operator: str, replicas: int) -> None:
-    from confluent_kafka import Producer
-
-    from shared.contracts.base import encode
-    from shared.contracts.plan import RescaleRequest
-    from shared.io.connections import kafka_config
-    from shared.settings import ServiceSettings
-
-    req = RescaleRequest(request_id=uuid.uuid4().hex, operator=operator, replicas=replicas)
-    producer = Producer(kafka_config(ens.bootstrap))
-    producer.produce(ServiceSettings().topics.requests, key=req.request_id, value=encode(req))
-    producer.flush(10)
+    send_rescale(ens.bootstrap, operator, replicas)
 
 
 def _faults(ens, log: dict) -> None:

@@ -155,5 +155,76 @@ def q8_rows(result: dict[str, Any], ctx: Any) -> Out:
                     "starttime": win["window_start"], **win})]  # fmt: skip
 
 
+def winning_inputs(ev: dict[str, Any], ctx: Any) -> Out:
+    """q4's and q6's two inputs under one key, the auction: the auction itself, its bids."""
+    if "newAuction" in ev:
+        a = ev["newAuction"]
+        keep = ("id", "seller", "category", "dateTime", "expires")
+        return [(None, {"aid": a["id"], "auction": {k: a[k] for k in keep}})]
+    if "bid" in ev:
+        b = ev["bid"]
+        return [(None, {"aid": b["auction"], "price": b["price"], "dateTime": b["dateTime"]})]
+    return []
+
+
+def winning_bid(row: dict[str, Any], ctx: Any) -> Out:
+    """The highest price bid on an auction between its start and its expiry, as an update
+    each time it rises (keyed by auction). A bid that overtook its auction waits in the
+    auction's state."""
+    if "auction" in row:
+        ctx.state["auction"] = row["auction"]
+        bids = ctx.state.pop("waiting", [])
+    elif "auction" not in ctx.state:
+        ctx.state["waiting"] = [*ctx.state.get("waiting", []), [row["price"], row["dateTime"]]]
+        return []
+    else:
+        bids = [[row["price"], row["dateTime"]]]
+    a = ctx.state["auction"]
+    valid = [price for price, t in bids if a["dateTime"] <= t <= a["expires"]]
+    if not valid or max(valid) <= ctx.state.get("final", -1):
+        return []
+    ctx.state["final"] = max(valid)
+    keep = ("id", "seller", "category")
+    return [(None, {**{k: a[k] for k in keep}, "final": ctx.state["final"]})]
+
+
+def _updated(ctx: Any, auctions: list[list[int]], row: dict[str, Any]) -> list[list[int]]:
+    """``auctions`` ([id, final] pairs) with ``row``'s auction at its higher final."""
+    finals = dict(map(tuple, auctions))  # type: ignore[arg-type]
+    finals[row["id"]] = max(finals.get(row["id"], -1), row["final"])
+    return sorted([a, f] for a, f in finals.items())
+
+
+def _version(ctx: Any) -> int:
+    # each update per key numbered, so a reader of the changelog can take the newest
+    ctx.state["version"] = ctx.state.get("version", 0) + 1
+    return int(ctx.state["version"])
+
+
+def q4_average(row: dict[str, Any], ctx: Any) -> Out:
+    """q4, average price per category: the mean of its auctions' winning bids, as an
+    update per winning-bid update (keyed by category). The suite's AVG over BIGINT, so
+    the integer part."""
+    auctions = _updated(ctx, ctx.state.get("auctions", []), row)
+    ctx.state["auctions"] = auctions
+    final = sum(f for _, f in auctions) // len(auctions)
+    return [(None, {"id": row["category"], "final": final, "version": _version(ctx)})]
+
+
+Q6_AUCTIONS = 10
+
+
+def q6_average(row: dict[str, Any], ctx: Any) -> Out:
+    """q6, average selling price by seller: the mean winning bid of the seller's last 10
+    auctions (by id, the order they were created in) that have one, as an update (keyed
+    by seller). An auction older than the last 10 never comes back, so only they are kept."""
+    auctions = _updated(ctx, ctx.state.get("auctions", []), row)[-Q6_AUCTIONS:]
+    if ctx.state.get("auctions") == auctions:
+        return []
+    ctx.state["auctions"] = auctions
+    avg = sum(f for _, f in auctions) // len(auctions)
+    return [(None, {"seller": row["seller"], "avg_price": avg, "version": _version(ctx)})]
+
+
 def _window_ms(start_s: float, size_s: float) -> dict[str, int]:
     return {"window_start": round(start_s * 1000), "window_end": round((start_s + size_s) * 1000)}

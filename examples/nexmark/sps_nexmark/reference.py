@@ -2,7 +2,8 @@
 operators (plain Python, whole-file passes, integer milliseconds), to check them against.
 
 ``reference(query, events)`` gives the result rows; windowed queries' rows carry
-``window_start`` and ``window_end`` (epoch ms).
+``window_start`` and ``window_end`` (epoch ms); the updating queries' (q4, q6) one row
+per key, the final value (a live run's newest update per key).
 """
 
 from __future__ import annotations
@@ -49,6 +50,37 @@ def q3(events: list[dict]) -> list[Row]:
         p = people.get(a["seller"])
         if p is not None and p["state"] in ("OR", "ID", "CA"):
             rows.append({"name": p["name"], "city": p["city"], "state": p["state"], "id": a["id"]})
+    return rows
+
+
+def _winning_bids(events: list[dict]) -> dict[int, tuple[dict, int]]:
+    """Every auction with a bid between its start and expiry: (auction, highest price)."""
+    auctions = {e["newAuction"]["id"]: e["newAuction"] for e in events if "newAuction" in e}
+    best: dict[int, int] = {}
+    for b in _bids(events):
+        a = auctions.get(b["auction"])
+        if a is not None and a["dateTime"] <= b["dateTime"] <= a["expires"]:
+            best[a["id"]] = max(best.get(a["id"], b["price"]), b["price"])
+    return {aid: (auctions[aid], price) for aid, price in best.items()}
+
+
+def q4(events: list[dict]) -> list[Row]:
+    """One row per category: its final average (what the last update says)."""
+    per_category: dict[int, list[int]] = collections.defaultdict(list)
+    for a, price in _winning_bids(events).values():
+        per_category[a["category"]].append(price)
+    return [{"id": c, "final": sum(ps) // len(ps)} for c, ps in per_category.items()]
+
+
+def q6(events: list[dict]) -> list[Row]:
+    """One row per seller: the mean winning price of its 10 newest auctions with a bid."""
+    per_seller: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+    for aid, (a, price) in _winning_bids(events).items():
+        per_seller[a["seller"]].append((aid, price))
+    rows = []
+    for seller, sold in per_seller.items():
+        last = [p for _, p in sorted(sold)[-10:]]
+        rows.append({"seller": seller, "avg_price": sum(last) // len(last)})
     return rows
 
 
@@ -100,7 +132,7 @@ def q8(events: list[dict]) -> list[Row]:
 
 
 QUERIES: dict[str, Callable[[list[dict]], list[Row]]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q5": q5, "q7": q7, "q8": q8,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8,
 }  # fmt: skip
 
 

@@ -69,3 +69,56 @@ def test_the_reference_on_a_tiny_file():
     # the window [t0, t0 + 10 s) holds bids on 1000 (one) and 1001 (one): a tie
     assert sorted(r["auction"] for r in q5) == [1000, 1001]
     assert reference("q2", events) == []
+
+
+def _run_keyed(rows, op, key):
+    """``op`` over ``rows`` in order, each key with its own state; every output row."""
+    states: dict = {}
+    out = []
+    for row in rows:
+        ctx = Context(op.__name__)
+        ctx.key = str(row[key])
+        ctx.state = states.setdefault(ctx.key, {})
+        out += [r for _, r in op(row, ctx)]
+    return out
+
+
+def _newest(rows, key):
+    newest = {}
+    for r in rows:
+        if r[key] not in newest or r["version"] > newest[r[key]]["version"]:
+            newest[r[key]] = r
+    return sorted(({k: v for k, v in r.items() if k != "version"} for r in newest.values()),
+                  key=lambda r: r[key])  # fmt: skip
+
+
+def test_q4_and_q6_updates_end_at_the_reference_even_when_bids_overtake_auctions():
+    from sps_nexmark.generate import Generator
+
+    events = list(Generator(200.0, seed=5).events(6_000))
+    inputs = [r for e in events for _, r in q.winning_inputs(e, None)]
+    # every auction's bids first: each waits in the auction's state until it comes
+    inputs.sort(key=lambda r: "auction" in r)
+    winning = _run_keyed(inputs, q.winning_bid, "aid")
+    q4 = _newest(_run_keyed(winning, q.q4_average, "category"), "id")
+    q6 = _newest(_run_keyed(winning, q.q6_average, "seller"), "seller")
+    assert q4 == sorted(reference("q4", events), key=lambda r: r["id"])
+    assert q6 == sorted(reference("q6", events), key=lambda r: r["seller"])
+    assert len(q4) == 5 and len(q6) > 50
+
+
+def test_the_winning_bid_counts_only_bids_between_start_and_expiry():
+    t0 = 1_700_000_000_000
+    auction = {"id": 7, "seller": 3, "category": 11, "dateTime": t0, "expires": t0 + 100}
+    rows = [
+        {"aid": 7, "price": 900, "dateTime": t0 + 101},  # after expiry: never counts
+        {"aid": 7, "auction": auction},
+        {"aid": 7, "price": 50, "dateTime": t0 + 100},
+        {"aid": 7, "price": 40, "dateTime": t0 + 5},  # lower: no update
+        {"aid": 7, "price": 60, "dateTime": t0 + 6},
+    ]
+    out = _run_keyed(rows, q.winning_bid, "aid")
+    assert [r["final"] for r in out] == [50, 60]
+    avg = _run_keyed([*out, {**out[0], "id": 8, "final": 75}], q.q4_average, "category")
+    # auction 7 at 50, then 60; auction 8 at 75: (60 + 75) // 2 = 67
+    assert [(r["final"], r["version"]) for r in avg] == [(50, 1), (60, 2), (67, 3)]

@@ -1,0 +1,37 @@
+"""On-demand rescale requests on the requests topic, as the execute service reads them
+(the CLI's ``rescale``, the tests' and benchmarks' mid-stream resizes)."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import Producer
+
+from shared.contracts.base import encode
+from shared.contracts.plan import RescaleRequest
+from shared.io.connections import kafka_config
+from shared.settings import ServiceSettings
+
+
+def send_rescale(
+    bootstrap: str,
+    operator: str | None,
+    replicas: int | None = None,
+    add: int | None = None,
+    remove: int | None = None,
+    input_eps: float | None = None,
+) -> RescaleRequest:
+    """Publish a request; an error if Kafka did not take it within 10 s."""
+    req = RescaleRequest(
+        request_id=uuid.uuid4().hex,
+        operator=operator,
+        replicas=replicas,
+        add=add,
+        remove=remove,
+        input_eps=input_eps,
+    )
+    producer = Producer(kafka_config(bootstrap))
+    producer.produce(ServiceSettings().topics.requests, key=req.request_id, value=encode(req))
+    if producer.flush(10) != 0:
+        raise ValueError("the request was not delivered to Kafka within 10 s")
+    return req
