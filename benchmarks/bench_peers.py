@@ -83,7 +83,7 @@ ROLES = (
 )
 
 
-def cpu_seconds() -> dict[str, float]:
+def cpu_seconds(roles: tuple[tuple[str, str], ...] = ROLES) -> dict[str, float]:
     """CPU seconds (user + system) so far of this benchmark's processes and their
     descendants (the broker, redis-server, the services, Spark's JVM and workers), by role
     (``ROLES``; this process, the producer and the collectors, is "bench")."""
@@ -106,7 +106,7 @@ def cpu_seconds() -> dict[str, float]:
             up = procs[up][0]
         if up != me:
             continue
-        role = "bench" if pid == me else next((r for n, r in ROLES if n in cmd), "other")
+        role = "bench" if pid == me else next((r for n, r in roles if n in cmd), "other")
         out[role] = out.get(role, 0.0) + cpu
     return out
 

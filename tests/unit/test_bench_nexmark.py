@@ -1,0 +1,43 @@
+"""The Nexmark benchmark's harness: what it waits for, how it judges rows and times them."""
+
+from __future__ import annotations
+
+from benchmarks.bench_nexmark import FLUSH_KEYS, PARTITIONS, Phase, result_row
+from shared.model.keyed import DEFAULT_KEY_GROUPS, partition_of_key
+
+T0 = 1_700_000_000_000
+
+
+def test_a_phase_expects_only_the_windows_its_own_events_close():
+    phase = Phase("q7", 2_500, 100.0, T0, seed=4)  # 25 s of event time: 10 s windows
+    assert phase.last_ms < T0 + 25_000
+    assert sorted(phase.windows) == [T0, T0 + 10_000]  # [20 s, 30 s) is still open
+
+
+def test_the_flush_reaches_every_partition_of_a_keyed_stage_and_follows_the_events():
+    phase = Phase("q7", 500, 100.0, T0, seed=4)
+    flush = [e["bid"] for e in phase.flush_events()]
+    assert min(b["dateTime"] for b in flush) > phase.last_ms
+    # q7's and q5's first stage is keyed by auction, 4 partitions at most
+    reached = {partition_of_key(str(b["auction"]), DEFAULT_KEY_GROUPS, 4) for b in flush}
+    assert reached == {0, 1, 2, 3}
+    assert len(flush) == 40 * PARTITIONS * FLUSH_KEYS
+    assert phase.next_base() > max(b["dateTime"] for b in flush)
+
+
+def test_a_rows_latency_runs_from_the_event_that_made_its_window_closable():
+    phase = Phase("q7", 2_500, 100.0, T0, seed=4)
+    phase.sent = [(T0 + 9_990, 100.0), (T0 + 10_000, 101.0), (T0 + 10_010, 102.0)]
+    assert phase.closing_time(T0 + 10_000) == 101.0
+    assert phase.closing_time(T0 + 9_995) == 101.0
+    rows = [(101.25, r) for r in phase.expected if r["window_start"] == T0]
+    exact, latency = phase.judged(rows)
+    assert exact and latency == [250.0] * len(rows)
+    wrong = [(t, {**r, "price": r["price"] + 1}) for t, r in rows]
+    assert not phase.judged(wrong)[0]
+
+
+def test_result_rows_unwrap_elastic_sps_sink_records_only():
+    row = {"auction": 1, "num": 2, "window_start": 0, "window_end": 10_000}
+    assert result_row({"id": "k@0", "value": row}) == row
+    assert result_row(row) == row
