@@ -13,7 +13,7 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_nexmark.py [--queries q5,q7]
   topology from ``examples/nexmark`` on the run's topics. Its keyed operators do not
   chain (``chain`` is off for stateful operators), so a chained run would be this one.
 * ``quix-streams``: ``benchmarks/peers/quix_nexmark.py``, a process per input partition,
-  grace 5 s (``GRACE_MS``);
+  grace 5 s (``GRACE_MS``), 30 s in its second stage (``MID_GRACE_MS``);
 * ``bytewax``: ``benchmarks/peers/bytewax_nexmark.py``, a process per input partition
   (``bytewax.run -i/-a``), its clock waiting 5 s.
 
@@ -52,19 +52,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import redis
 import yaml
 from confluent_kafka import Consumer, Producer
 from sps_nexmark.check import compare
 from sps_nexmark.generate import BASE_TIME_MS, Generator
 
-from benchmarks.bench_peers import PEERS_PYTHON, ROLES, Pipeline, _spawn, cpu_seconds
+from benchmarks.bench_peers import (
+    PEERS_PYTHON,
+    ROLES,
+    Pipeline,
+    _spawn,
+    cpu_seconds,
+    start_services,
+)
 from shared.io import embedded
 from shared.io.kafka_admin import ensure_topics
 from shared.io.kafka_io import take_ready
-from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.model import topology
-from tests.support.processes import ServiceProcess, free_port
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NEXMARK = ROOT / "examples" / "nexmark"
@@ -118,19 +123,8 @@ def elastic_sps(
         "SPS_TRACK_IDS": "false",
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(NEXMARK)]),
     }
-    r = redis.Redis.from_url(redis_url)
     pipe.operators = topology.load(topo_file).names
-    for op in pipe.operators:
-        r.set(Keys(tag).active(op), replicas)
-    held = {"SPS_FIXED_REPLICAS": str(replicas)} if fixed else {}
-    dataplane = ServiceProcess("dataplane", {**env, **held})
-    pipe.procs.append(dataplane.start())
-    deadline = time.monotonic() + 240
-    while not KnowledgeBase(r, tag).runs():
-        if not dataplane.alive() or time.monotonic() > deadline:
-            raise RuntimeError(dataplane.log.read_text()[-3000:])
-        time.sleep(0.3)
-    pipe.procs.append(ServiceProcess("ingress", env).start())
+    pipe.procs += start_services(redis_url, tag, env, pipe.operators, replicas, fixed)
     return pipe
 
 
@@ -293,11 +287,11 @@ def measure(
         )
         warm.feed(producer, pipe.src, args.warm_rate)
         if warm.windows:
-            collector.wait_for(warm.windows, pipe, 900)
+            collector.wait_for(warm.windows, pipe, args.timeout)
         burst = Phase(query, args.events, args.event_rate, warm.next_base(), 2)
         cpu0, t0 = cpu_seconds(NEXMARK_ROLES), time.time()
         burst.feed(producer, pipe.src, None)
-        last = collector.wait_for(burst.windows, pipe, 900)
+        last = collector.wait_for(burst.windows, pipe, args.timeout)
         used = {k: v - cpu0.get(k, 0.0) for k, v in cpu_seconds(NEXMARK_ROLES).items()}
         eps = args.events / (last - t0)
         engine_cpu = sum(v for k, v in used.items() if k != "bench")
@@ -305,7 +299,7 @@ def measure(
         paced = Phase(query, int(rate * args.seconds), rate, burst.next_base(), 3)
         cpu0 = cpu_seconds(NEXMARK_ROLES)
         paced.feed(producer, pipe.src, rate)
-        collector.wait_for(paced.windows, pipe, 900)
+        collector.wait_for(paced.windows, pipe, args.timeout)
         used = {k: v - cpu0.get(k, 0.0) for k, v in cpu_seconds(NEXMARK_ROLES).items()}
         rows = list(collector.rows)
         exact = [p.judged(rows)[0] for p in (warm, burst, paced) if p.windows]
@@ -355,6 +349,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=40.0, help="the half-load phase")
     ap.add_argument("--warm-seconds", type=float, default=20.0, help="unmeasured paced run first")
     ap.add_argument("--warm-rate", type=float, default=1000.0, help="its events/s")
+    ap.add_argument("--timeout", type=float, default=300.0, help="a phase's wait for its windows")
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

@@ -206,19 +206,32 @@ def elastic_sps(
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)]),
         **env,
     }
-    r = redis.Redis.from_url(redis_url)
     pipe.operators = topology.load(topo_file).names  # chained: the one chain's name
-    for op in pipe.operators:
-        r.set(Keys(tag).active(op), REPLICAS)
-    dataplane = ServiceProcess("dataplane", {**common, "SPS_FIXED_REPLICAS": str(REPLICAS)})
-    pipe.procs.append(dataplane.start())
+    pipe.procs += start_services(redis_url, tag, common, pipe.operators, REPLICAS)
+    return pipe
+
+
+def start_services(
+    redis_url: str,
+    tag: str,
+    env: dict[str, str],
+    operators: tuple[str, ...],
+    replicas: int,
+    fixed: bool = True,
+) -> list[ServiceProcess]:
+    """The dataplane (``replicas`` per operator; ``fixed``: held there, else as the active
+    counts in Redis say) and, once its query runs, the ingress."""
+    r = redis.Redis.from_url(redis_url)
+    for op in operators:
+        r.set(Keys(tag).active(op), replicas)
+    held = {"SPS_FIXED_REPLICAS": str(replicas)} if fixed else {}
+    dataplane = ServiceProcess("dataplane", {**env, **held}).start()
     deadline = time.monotonic() + 240
     while not KnowledgeBase(r, tag).runs():
         if not dataplane.alive() or time.monotonic() > deadline:
             raise RuntimeError(dataplane.log.read_text()[-3000:])
         time.sleep(0.3)
-    pipe.procs.append(ServiceProcess("ingress", common).start())
-    return pipe
+    return [dataplane, ServiceProcess("ingress", env).start()]
 
 
 PEERS: dict[str, tuple[Callable[..., Pipeline], dict[str, str]]] = {
