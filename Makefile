@@ -105,10 +105,10 @@ lint: install ## ruff and mypy
 PEERS_VENV := .venv-peers
 $(PEERS_VENV)/.stamp:
 	python3 -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/pip install -q quixstreams==3.28.1 redis
+	$(PEERS_VENV)/bin/pip install -q quixstreams==3.28.1 "bytewax[kafka]==0.21.1" redis
 	touch $@
 
-peers-venv: $(PEERS_VENV)/.stamp ## quix-streams in its own venv (it pins an older confluent-kafka), for bench_peers
+peers-venv: $(PEERS_VENV)/.stamp ## quix-streams and Bytewax in their own venv (quix pins an older confluent-kafka), for bench_peers and bench_nexmark
 
 bench: install peers-venv ## the benchmarks whose figures are in the README
 	PYTHONPATH=. $(PY) benchmarks/bench_simulator.py

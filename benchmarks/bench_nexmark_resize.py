@@ -73,7 +73,8 @@ def around(changes: list[float], phase: Phase, rows: list[tuple[float, dict]]) -
     arrivals = sorted(first.values())
     lat = [(t, 1000 * (t - phase.closing_time(r["window_end"]))) for t, r in rows]
     before = [ms for t, ms in lat if t < changes[0]]
-    out: dict[str, Any] = {"steady_latency_ms": round(statistics.median(before), 1)}
+    steady = round(statistics.median(before), 1) if before else None
+    out: dict[str, Any] = {"steady_latency_ms": steady}
     for k, at in enumerate(changes):
         near = [t for t in arrivals if at - 5 <= t <= at + AFTER_S]
         gaps = [b - a for a, b in itertools.pairwise(near)]

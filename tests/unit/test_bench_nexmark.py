@@ -41,3 +41,22 @@ def test_result_rows_unwrap_elastic_sps_sink_records_only():
     row = {"auction": 1, "num": 2, "window_start": 0, "window_end": 10_000}
     assert result_row({"id": "k@0", "value": row}) == row
     assert result_row(row) == row
+
+
+def test_a_changes_gap_and_spike_are_read_from_the_rows_after_it():
+    from benchmarks.bench_nexmark_resize import around
+
+    phase = Phase("q5", 500, 100.0, T0, seed=4)
+    # windows end every 2 s; each made closable by an event produced at 100 + k * 2
+    phase.sent = [(T0 + 2_000 * k, 100.0 + 2 * k) for k in range(20)]
+
+    def row(k: int, seen: float) -> tuple[float, dict]:
+        return seen, {"auction": 1, "num": 1, "window_start": T0 + 2_000 * k - 10_000,
+                      "window_end": T0 + 2_000 * k}  # fmt: skip
+
+    # steady: read 0.5 s after closable; after the change at 110.2, a 5 s gap, then 3 s late
+    rows = [row(k, 100.5 + 2 * k) for k in range(1, 6)] + [row(k, 103.0 + 2 * k) for k in (6, 7)]
+    out = around([110.2], phase, rows)
+    assert out["steady_latency_ms"] == 500.0
+    assert out["change1_gap_s"] == 4.5  # window 5 read at 110.5, window 6 at 115.0
+    assert out["change1_max_latency_ms"] == 3000.0
