@@ -68,13 +68,14 @@ def _resizes(ens, log: dict) -> None:
 def nexmark_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("nexmark")
     (root / "nexmark.yaml").write_text(TOPOLOGY)
-    events = list(Generator(200.0, seed=7).events(40_000))
+    # 100 events a second of event time: a 10 s window every 1,000 events, several a run
+    events = list(Generator(100.0, seed=7).events(30_000))
     (root / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     log: dict = {}
     out = demo.run(
         topology=str(root / "nexmark.yaml"),
         trace_name="short-spikes",
-        duration=30,
+        duration=20,
         peak_rate=900,
         run_dir=tmp_path_factory.mktemp("nexmark-run"),
         live=False,
