@@ -23,7 +23,7 @@ from typing import Any
 from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 
-from benchmarks.nexmark_live import _rows
+from benchmarks.nexmark_live import output_rows
 from services.ensemble import live_compare
 
 ROOT = Path(__file__).resolve().parents[1] / "examples" / "nexmark"
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1] / "examples" / "nexmark"
 def checked(row: dict[str, Any], query: str, events: list[dict]) -> dict[str, Any]:
     """One policy's figures, live and forecast, with its outputs judged."""
     report = json.loads((Path(row["run_dir"]) / "report.json").read_text())
-    got = _rows(report["outputs"][f"nexmark.{query}"])
+    got = output_rows(report["outputs"][f"nexmark.{query}"])
     verdict = compare(query, got, events[: report["sent"]])
     live, sim = row["live"], row["simulated"]
     return {

@@ -27,7 +27,7 @@ from services.ensemble import demo
 ROOT = Path(__file__).resolve().parents[1] / "examples" / "nexmark"
 
 
-def _rows(path: str) -> list[dict[str, Any]]:
+def output_rows(path: str) -> list[dict[str, Any]]:
     seen: dict[str, Any] = {}
     for line in Path(path).read_text().splitlines():
         row = json.loads(line)
@@ -51,7 +51,7 @@ def run(query: str, args: argparse.Namespace, events: list[dict], events_file: s
     )
     rep = out["report"]
     sent = events[: rep["sent"]]
-    got = _rows(rep["outputs"][f"nexmark.{query}"])
+    got = output_rows(rep["outputs"][f"nexmark.{query}"])
     return {
         "query": query,
         "sent": rep["sent"],
