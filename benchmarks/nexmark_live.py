@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1] / "examples" / "nexmark"
 
 
 def output_rows(path: str) -> list[dict[str, Any]]:
+    """A run's rows of one output topic, each id's first (a repeat carries its value)."""
     seen: dict[str, Any] = {}
     for line in Path(path).read_text().splitlines():
         row = json.loads(line)
