@@ -270,7 +270,7 @@ def chain_rows(topo: Any) -> list[dict[str, Any]]:
 
 def cmd_rescale(args: argparse.Namespace) -> int:
     """Publish an on-demand request for the execute service on sps.requests."""
-    from shared.io.requests import send_rescale
+    from services.execute.client import send_rescale
     from shared.settings import ServiceSettings
 
     settings = ServiceSettings()

@@ -14,7 +14,7 @@ from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 
 from services.ensemble import demo
-from shared.io.requests import send_rescale
+from services.execute.client import send_rescale
 from tests.support.orders_check import outputs_once
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ import pytest
 from sps_orders.generate import orders
 
 from services.ensemble import demo
-from shared.io.requests import send_rescale
+from services.execute.client import send_rescale
 from tests.support.orders_check import TOPOLOGY, check_totals, check_windows, outputs_once
 
 pytestmark = pytest.mark.e2e

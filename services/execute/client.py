@@ -1,4 +1,4 @@
-"""On-demand rescale requests on the requests topic, as the execute service reads them
+"""The execute service's client: on-demand rescale requests on the requests topic
 (the CLI's ``rescale``, the tests' and benchmarks' mid-stream resizes)."""
 
 from __future__ import annotations
