@@ -1,17 +1,40 @@
-"""The ``elastic-sps`` command line."""
+"""elastic-sps: elastic stream processing on Kafka, Redis and Spark. Try a pipeline with
+check and run-local (no servers), run it with up or demo, compare policies with simulate
+and compare."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from services.cli import ensemble, papers, simulation
+from services.cli import develop, ensemble, papers, simulation
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every command's help shows its options' defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("elastic-sps")
+    except PackageNotFoundError:  # run from a checkout without installing
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="elastic-sps", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="elastic-sps", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"elastic-sps {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    develop.register(sub)
     simulation.register(sub)
     papers.register(sub)
     ensemble.register(sub)
@@ -23,12 +46,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from shared.io.embedded import PrerequisiteError
     from shared.model.topology import TopologyError
     from shared.model.traces import TraceError
+    from shared.pipeline.failures import OperatorFailing
     from shared.pipeline.operators import OperatorLoadError
     from shared.policies import PolicyConfigError
 
     bad_input = (TopologyError, TraceError, PolicyConfigError, ValueError, OperatorLoadError)
     try:
         return int(args.func(args) or 0)
-    except (*bad_input, FileNotFoundError, PrerequisiteError) as exc:  # ValueError: pydantic
+    except (*bad_input, OperatorFailing, FileNotFoundError, PrerequisiteError) as exc:
+        # ValueError: pydantic's too; develop.CliError, a command's own
         print(f"elastic-sps: error: {exc}", file=sys.stderr)
         return 2

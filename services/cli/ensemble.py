@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from services.cli.develop import CliError
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
 
 PREDICTOR_HELP = (
@@ -121,9 +122,9 @@ def parse_replacements(items: list[str]) -> dict[str, list[str]]:
     for item in items:
         name, sep, command = item.partition("=")
         if not sep or not command.strip():
-            raise SystemExit(f"--replace wants NAME=COMMAND, got {item!r}")
+            raise CliError(f"--replace wants NAME=COMMAND, got {item!r}")
         if name not in SERVICES:
-            raise SystemExit(f"--replace: no service {name!r} (services: {', '.join(SERVICES)})")
+            raise CliError(f"--replace: no service {name!r} (services: {', '.join(SERVICES)})")
         out[name] = shlex.split(command)
     return out
 
@@ -172,13 +173,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     path = Path(args.run) / "decisions.jsonl"
     if not path.exists():
-        raise SystemExit(f"{path} does not exist: is {args.run} a run folder of up or demo?")
+        raise CliError(f"{path} does not exist: is {args.run} a run folder of up or demo?")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     hits = find(rows, args.operator, args.interval)
     if not hits:
         known = sorted({d["interval"] for d in rows})
         span = f"{known[0]}-{known[-1]}" if known else "none"
-        raise SystemExit(f"no decision for that operator and interval (intervals: {span})")
+        raise CliError(f"no decision for that operator and interval (intervals: {span})")
     print("\n\n".join(describe(d) for d in hits))
     moves_file = Path(args.run) / "rescales.json"
     moves = json.loads(moves_file.read_text()) if moves_file.exists() else []

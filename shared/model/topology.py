@@ -25,6 +25,7 @@ from shared.model.operator import (
 )
 from shared.model.records import SourceSpec
 from shared.model.topology_checks import ON_ERROR, SOURCE, TopologyError, toposort, validate
+from shared.model.topology_doc import check_shape
 
 __all__ = ["CPU_BOUND_SHARE", "ON_ERROR", "SOURCE", "Operator", "TopologyError"]
 
@@ -182,8 +183,7 @@ class Topology:
 
 def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
     """Build a topology from its YAML/JSON document; errors name ``origin`` and the item."""
-    if not isinstance(doc, Mapping):
-        raise TopologyError(f"{origin}: a topology is a mapping with 'operators' and 'edges'")
+    check_shape(doc, origin)
     name = str(doc.get("name") or Path(origin).stem)
     ops_doc = doc.get("operators")
     if not isinstance(ops_doc, list) or not ops_doc:
@@ -249,8 +249,16 @@ def load(name_or_path: str | Path) -> Topology:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise TopologyError(f"{origin}: not valid YAML: {exc}") from exc
+        raise TopologyError(f"{origin}:{yaml_error(exc)}") from None
     return from_dict(doc, origin)
+
+
+def yaml_error(exc: yaml.YAMLError) -> str:
+    """A parser's error as one line: ``LINE:COLUMN: not valid YAML: PROBLEM``."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{mark.line + 1}:{mark.column + 1}:" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{where} not valid YAML: {problem}"
 
 
 def linear(name: str, ops: Iterable[Operator]) -> Topology:

@@ -21,7 +21,8 @@ from shared.io.envelope import Envelope, decode
 from shared.io.knowledge_base import KnowledgeBase
 from shared.model.topology import Topology
 from shared.pipeline.chain import open_runnable
-from shared.pipeline.operators import Context, Runnable, normalise
+from shared.pipeline.failures import describe
+from shared.pipeline.operators import Context, DiscardedWrites, Runnable, normalise
 
 WARMUP_EVENTS = 20  # first calls fill caches and compile regexes: not the steady cost
 MAX_EVENTS = 500
@@ -34,14 +35,6 @@ class OperatorCost:
     cpu_share: float
     events: int  # how many events it was measured on
     failed: int  # how many of them raised (measured without them)
-
-
-class _DiscardedWrites:
-    """``ctx.writes`` while measuring with no Redis: every write is accepted and dropped
-    (a pipeline only queues the command; the replica's round trip is per batch)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: self
 
 
 def measure(
@@ -61,7 +54,7 @@ def measure(
         inbox[e.dst].extend(first)
     out: dict[str, OperatorCost] = {}
     for name in topo.order:
-        writes = redis.pipeline(transaction=False) if redis is not None else _DiscardedWrites()
+        writes = redis.pipeline(transaction=False) if redis is not None else DiscardedWrites()
         ctx = Context(name, redis, prefix, writes)
         inst = open_runnable(topo, name, ctx)
         try:
@@ -82,6 +75,7 @@ def _run(
     wall = cpu = 0.0
     timed = failed = 0
     emitted: list[tuple[str | None, Any]] = []
+    first_error = ""
     for k, payload in enumerate(events):
         ctx.event_id = f"sample-{k}"
         w0, c0 = time.perf_counter(), time.thread_time()
@@ -90,8 +84,9 @@ def _run(
             result = normalise(inst.process(decode(raw).payload, ctx), name, successors)
             for _, p in result:
                 Envelope(ctx.event_id, 0.0, name, p).encode()
-        except Exception:  # the sample the operator rejects: not part of its cost
+        except Exception as exc:  # the sample the operator rejects: not part of its cost
             failed += 1
+            first_error = first_error or describe(exc).reason
             continue
         w1, c1 = time.perf_counter(), time.thread_time()
         emitted.extend(result)
@@ -102,7 +97,7 @@ def _run(
     if timed == 0:
         raise ValueError(
             f"operator {name!r}: none of its {len(events)} sample events went through "
-            f"({failed} raised); give it sample events it accepts"
+            f"({failed} raised; the first: {first_error})"
         )
     et_ms = max(1e-3, 1000.0 * wall / timed)
     share = min(1.0, max(0.0, cpu / wall)) if wall > 0 else 1.0

@@ -11,6 +11,7 @@ failure stops it.
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -34,9 +35,23 @@ class Failure:
         return f"{self.error_type}: {self.message}" if self.message else self.error_type
 
 
+_OURS = tuple(str(Path(__file__).resolve().parents[2] / pkg) for pkg in ("shared", "services"))
+
+
+def user_frames(exc: BaseException, frames: int = 3) -> str:
+    """The last ``frames`` frames of ``exc``'s traceback that are the user's code (not
+    elastic-sps's or the import machinery's), innermost last."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    theirs = [
+        f
+        for f in tb
+        if not f.filename.startswith((*_OURS, "<frozen")) and "/importlib/" not in f.filename
+    ]
+    return "".join(traceback.format_list(theirs[-frames:]))
+
+
 def describe(exc: BaseException, frames: int = 3) -> Failure:
-    tb = traceback.extract_tb(exc.__traceback__)[-frames:]
-    text = "".join(traceback.format_list(tb))
+    text = user_frames(exc, frames)
     reason = " ".join([str(exc), *getattr(exc, "__notes__", ())])  # a chain names its member
     return Failure(type(exc).__name__, reason, text)
 

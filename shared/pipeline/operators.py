@@ -50,6 +50,17 @@ class Context:
         self.state: MutableMapping[str, Any] = {}
 
 
+class DiscardedWrites:
+    """``ctx.writes`` without a Redis (measuring costs, ``check``, ``run_local``): every
+    write is accepted and dropped (a pipeline only queues the command)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+    def __len__(self) -> int:
+        return 0
+
+
 class Runnable(Protocol):
     def open(self, ctx: Context) -> None: ...
 

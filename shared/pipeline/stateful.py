@@ -15,11 +15,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from shared.io.state_store import MISSING, PartitionStore, window_field
+from shared.io.state_store import MISSING, window_field
 from shared.model.keyed import key_group
 from shared.model.records import lookup_first
 from shared.model.topology import Operator
@@ -27,10 +27,26 @@ from shared.model.windows import watermark
 from shared.pipeline.operators import OperatorLoadError, resolve
 
 
+class Store(Protocol):
+    """A partition's state as keyed and window operators use it: ``PartitionStore`` in
+    Redis, ``shared.pipeline.local_store.MemoryStore`` in one process."""
+
+    inputs: dict[str, tuple[float, float]]
+    watermark: float | None
+
+    def get(self, kind: str, group: int, field: str) -> Any: ...
+    def put(self, kind: str, group: int, field: str, value: Any) -> None: ...
+    def delete(self, kind: str, group: int, field: str) -> None: ...
+    def set_end(self, group: int, field: str, end: float | None) -> None: ...
+    def due(self, until: float) -> list[tuple[int, str, float]]: ...
+    def see_input(self, name: str, event_time: float, wall: float) -> None: ...
+    def advance_watermark(self, value: float | None) -> float | None: ...
+
+
 class KeyState(MutableMapping[str, Any]):
     """``ctx.state``: one key's state, a mapping of JSON-serialisable values."""
 
-    def __init__(self, store: PartitionStore, group: int, key: str) -> None:
+    def __init__(self, store: Store, group: int, key: str) -> None:
         self._store, self._group, self._key = store, group, key
         found = store.get("s", group, key)
         self._data: dict[str, Any] = dict(found) if found is not MISSING else {}
@@ -163,7 +179,7 @@ class WindowAggregator:
                 f"operator {op.name!r}: a session window's aggregate needs merge(a, b)"
             )
 
-    def add(self, store: PartitionStore, payload: Any, t: float, source: str, now: float) -> None:
+    def add(self, store: Store, payload: Any, t: float, source: str, now: float) -> None:
         """Add one event (event time ``t``, from input ``source``) to its windows."""
         key = event_key(self.op, payload)
         g = key_group(key, self.op.key_groups)
@@ -184,7 +200,7 @@ class WindowAggregator:
             store.put("w", g, field, acc)
             store.set_end(g, field, end)
 
-    def _add_session(self, store: PartitionStore, g: int, key: str, payload: Any, t: float) -> None:
+    def _add_session(self, store: Store, g: int, key: str, payload: Any, t: float) -> None:
         gap = self.spec.size_s
         sessions = store.get("w", g, window_field(key, None))
         sessions = [] if sessions is MISSING else [list(s) for s in sessions]
@@ -205,7 +221,7 @@ class WindowAggregator:
         store.put("w", g, window_field(key, None), sorted(keep))
         store.set_end(g, window_field(key, start), end)
 
-    def fire(self, store: PartitionStore, now: float) -> list[WindowResult]:
+    def fire(self, store: Store, now: float) -> list[WindowResult]:
         """Every window the partition's watermark has closed, removed from its state."""
         w = store.advance_watermark(watermark(store.inputs, now, self.idle_s))
         if w is None:
@@ -222,7 +238,7 @@ class WindowAggregator:
             out.append(WindowResult(f"{key}@{start}", end, body))
         return out
 
-    def _take(self, store: PartitionStore, g: int, key: str, start: float, field: str) -> Any:
+    def _take(self, store: Store, g: int, key: str, start: float, field: str) -> Any:
         if self.spec.kind != "session":
             acc = store.get("w", g, field)
             store.delete("w", g, field)

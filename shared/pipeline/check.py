@@ -1,0 +1,143 @@
+"""``elastic-sps check``: what can be known about a topology without servers.
+
+The document against its model (``shared.model.topology_doc``) and rules, every
+operator's code imported and opened, and the sample events run through in this process
+(``local_run``) with each operator's real exception when it raises. An error is what
+stops a pipeline from running as meant; a warning is what a user may have meant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shared.model import topology as topology_model
+from shared.model.topology import Topology, TopologyError
+from shared.pipeline.chain import open_runnable
+from shared.pipeline.failures import OperatorFailing, user_frames
+from shared.pipeline.local_run import DeadLetter, LocalRun, run_local
+from shared.pipeline.operators import Context, DiscardedWrites, OperatorLoadError
+from shared.pipeline.samples import sample_payloads
+from shared.pipeline.stateful import Count, open_aggregate
+
+# past this share of its sample events raising, an operator has a bug, not bad input
+# (the dataplane's FailureGuard stops one past the same share of its last events)
+MOST = 0.5
+MAX_EVENTS = 1000
+NO_REDIS = re.compile(r"'NoneType' object has no attribute")
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" or "warning"
+    message: str  # one line, the cause included
+    frames: str = ""  # the user's code's last frames, when it raised
+
+    def line(self) -> str:
+        return f"{self.level}: {self.message}"
+
+
+@dataclass
+class CheckReport:
+    findings: list[Finding]
+    operators: int = 0
+    events: int = 0
+    run: LocalRun | None = None
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "error"]
+
+
+def check(
+    topology: str | Path,
+    events_file: str | Path | None = None,
+    redis: Any = None,
+    max_events: int = MAX_EVENTS,
+) -> CheckReport:
+    """Every finding on ``topology`` (a built-in name or a YAML file), its operators and
+    its sample events (``events_file``, else the topology's own)."""
+    try:
+        topo = topology_model.load(topology)
+    except TopologyError as exc:
+        return CheckReport([Finding("error", str(exc))])
+    report = CheckReport(sink_warnings(topo), operators=len(topo.declared.operators))
+    report.findings += open_errors(topo)
+    if report.errors:
+        return report
+    try:
+        samples = sample_payloads(topo, events_file)
+    except (FileNotFoundError, ValueError, OperatorLoadError) as exc:
+        return CheckReport([*report.findings, Finding("error", str(exc))], report.operators)
+    if samples is None:
+        note = "no sample events (source.sample_events or --events FILE): code not run"
+        report.findings.append(Finding("warning", note))
+        return report
+    samples = samples[:max_events]
+    report.events = len(samples)
+    try:
+        report.run = run_local(topo, samples, redis=redis)
+    except OperatorFailing as exc:
+        report.findings.append(Finding("error", str(exc), _frames(exc.__cause__)))
+        return report
+    report.findings += raised_findings(report.run, redis is not None)
+    return report
+
+
+def sink_warnings(topo: Topology) -> list[Finding]:
+    """A sink with code and no ``output:``: what it returns goes nowhere."""
+    base = topo.declared
+    return [
+        Finding(
+            "warning",
+            f"operator {op.name!r} is a sink without output: what it returns "
+            "is dropped (name a topic with output:)",
+        )
+        for op in base.operators
+        if op.code and not op.window and not base.successors[op.name] and not op.output
+    ]
+
+
+def open_errors(topo: Topology) -> list[Finding]:
+    """Each operator whose code does not import, construct or ``open``."""
+    out = []
+    base = topo.declared
+    for name in base.order:
+        op = base[name]
+        try:
+            if op.window is not None:
+                _ = open_aggregate(op.code, name) if op.code else Count()
+            else:
+                open_runnable(base, name, Context(name, None, "check", DiscardedWrites())).close()
+        except OperatorLoadError as exc:
+            out.append(Finding("error", str(exc), _frames(exc.__cause__)))
+    return out
+
+
+def raised_findings(run: LocalRun, with_redis: bool) -> list[Finding]:
+    """Per operator that raised: an error when it raised on most of its events."""
+    by_op: dict[str, list[DeadLetter]] = defaultdict(list)
+    for letter in run.dead_letters:
+        by_op[letter.operator].append(letter)
+    out = []
+    for name, letters in by_op.items():
+        got = run.events if name == "source" else run.received.get(name, len(letters))
+        first = letters[0]
+        text = f"operator {name!r} raised on {len(letters)} of {got} sample events; the first "
+        text += f"({first.event_id}): {first.reason}"
+        if name == "source":
+            text = f"{len(letters)} of {got} sample events are not records the source reads: "
+            text += first.reason
+        level = "error" if len(letters) > MOST * got else "warning"
+        if not with_redis and NO_REDIS.search(first.reason):
+            text += " (ctx.redis is None without servers: pass --redis URL)"
+            level = "warning"
+        out.append(Finding(level, text, first.frames))
+    return out
+
+
+def _frames(exc: BaseException | None) -> str:
+    return "" if exc is None else user_frames(exc)

@@ -1,0 +1,68 @@
+"""``elastic-sps check``: each fault a user makes, caught without servers, its cause in
+one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.cli import main
+
+OPS = "tests.support.broken_ops"
+HEAD = "source: {sample_events: ev.jsonl}\nedges: [{from: source, to: a}]\noperators:\n"
+
+
+def _write(tmp_path: Path, operator: str) -> str:
+    (tmp_path / "ev.jsonl").write_text(
+        "".join(json.dumps({"text": f"Hi {n}", "n": n}) + "\n" for n in range(7))
+    )
+    path = tmp_path / "t.yaml"
+    path.write_text(HEAD + f"  - {operator}\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("operator", "cause"),
+    [
+        (f"{{name: a, code: '{OPS}:lower', output: out", "t.yaml:5:1: not valid YAML: expected"),
+        (f"{{name: a, code: '{OPS}:lower', outptu: out}}", "operator 'a': unknown keys ['outptu']"),
+        ("{name: a, code: 'no_such_mod:f', output: out}", "No module named 'no_such_mod'"),
+        (f"{{name: a, code: '{OPS}:OpenRaises', output: out}}", "ConnectionError: model server"),
+        (
+            f"{{name: a, code: '{OPS}:wrong_shape', output: out}}",
+            "7 of 7 sample events; the first (local/0): TypeError: operator 'a' returned dict",
+        ),
+        (
+            f"{{name: a, code: '{OPS}:raises_on_most', output: out}}",
+            "raised on 4 of 7 sample events; the first (local/1): KeyError: 'lang'",
+        ),
+    ],
+)
+def test_each_fault_is_one_error_line_and_exit_2(tmp_path, capsys, operator, cause):
+    assert main(["check", "--topology", _write(tmp_path, operator)]) == 2
+    out, err = capsys.readouterr()
+    [line] = [x for x in out.splitlines() if x.startswith("error: ")]
+    assert cause in line
+    assert err.startswith("elastic-sps: error: check found 1 error(s)")
+
+
+def test_a_good_topology_passes_and_warns_of_a_sink_without_output(tmp_path, capsys):
+    assert main(["check", "--topology", _write(tmp_path, f"{{name: a, code: '{OPS}:lower'}}")]) == 0
+    out = capsys.readouterr().out
+    assert "warning: operator 'a' is a sink without output" in out
+    assert "1 operators, 7 sample events; 0 errors, 1 warnings" in out
+
+
+def test_the_frames_shown_are_the_users(tmp_path, capsys):
+    main(["check", "--topology", _write(tmp_path, f"{{name: a, code: '{OPS}:raises_on_most'}}")])
+    out = capsys.readouterr().out
+    assert 'broken_ops.py", line 18, in raises_on_most' in out
+    assert "local_run.py" not in out
+
+
+def test_schema_describes_the_operator_keys(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert {"et_ms", "key", "window", "output"} <= set(schema["$defs"]["OperatorDoc"]["properties"])

@@ -1,0 +1,122 @@
+"""The in-process runner (``shared.pipeline.local_run``) on hand-made topologies: keyed
+state, windows closing by the watermark and at the end, routing, filtering, dead letters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.model.topology import from_dict
+from shared.pipeline.failures import OperatorFailing
+from shared.pipeline.local_run import run_local
+
+
+def split(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """Negative amounts to ``refunds``, zero filtered out, the rest to ``totals``."""
+    if ev["v"] == 0:
+        return []
+    return [("refunds" if ev["v"] < 0 else "totals", ev)]
+
+
+def running_total(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    ctx.state["total"] = ctx.state.get("total", 0) + ev["v"]
+    return [(None, {"k": ctx.key, "total": ctx.state["total"]})]
+
+
+def strict(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    if ev["v"] < -5:
+        raise ValueError(f"refund {ev['v']} too large")
+    return [(None, ev)]
+
+
+def wrong_shape(ev: dict[str, Any], ctx: Any) -> Any:
+    return ev
+
+
+def _topo(refunds: dict[str, Any] | None = None) -> Any:
+    return from_dict(
+        {
+            "name": "shop",
+            "source": {"id": "field:id", "time": "field:t"},
+            "operators": [
+                {"name": "split", "code": f"{__name__}:split"},
+                {
+                    "name": "totals",
+                    "code": f"{__name__}:running_total",
+                    "key": "field:k",
+                    "output": "totals",
+                },
+                {"name": "refunds", "code": f"{__name__}:strict", **(refunds or {})},
+                {
+                    "name": "per_10s",
+                    "window": {"tumbling_s": 10},
+                    "key": "field:k",
+                    "output": "counts",
+                },
+            ],
+            "edges": [
+                {"from": "source", "to": "split"},
+                {"from": "split", "to": "totals"},
+                {"from": "split", "to": "refunds"},
+                {"from": "refunds", "to": "per_10s"},
+            ],
+        },
+        "shop.yaml",
+    )
+
+
+EVENTS = [
+    {"id": "e1", "k": "a", "v": 5, "t": 100},
+    {"id": "e2", "k": "b", "v": -2, "t": 101},
+    {"id": "e3", "k": "a", "v": 0, "t": 102},
+    {"id": "e4", "k": "a", "v": 7, "t": 103},
+    {"id": "e5", "k": "b", "v": -9, "t": 104},
+    {"id": "e6", "k": "b", "v": -1, "t": 111},  # closes [100, 110)
+    {"id": "e7", "k": "a", "v": -3, "t": 109},  # its window closed: late
+    {"id": "e8", "k": "c", "v": 4},  # no time: dead-lettered at the source
+]
+
+
+def test_keyed_state_routing_filtering_windows_and_dead_letters():
+    run = run_local(_topo(), EVENTS)
+    assert run.events == 8
+    # per key running totals: a 5 then 12 (e3 filtered); nothing of b (refunds only)
+    assert run.outputs["totals"] == [{"k": "a", "total": 5}, {"k": "a", "total": 12}]
+    assert run.state["totals"] == {"a": {"total": 12}}
+    # refunds per key and 10 s: [100, 110) holds e2 only (e5 raised), closed by e6's time;
+    # [110, 120) holds e6, closed at the end of the input
+    assert run.outputs["counts"] == [
+        {"key": "b", "start": 100, "end": 110, "value": 1},
+        {"key": "b", "start": 110, "end": 120, "value": 1},
+    ]
+    assert run.late == [("per_10s", "e7")]
+    assert [(d.operator, d.event_id, d.reason) for d in run.dead_letters] == [
+        ("refunds", "e5", "ValueError: refund -9 too large"),
+        ("source", "local/7", "no event time at 't'"),
+    ]
+    assert "raise ValueError" in run.dead_letters[0].frames
+
+
+def test_on_error_fail_stops_the_run_with_the_cause():
+    with pytest.raises(OperatorFailing, match="'refunds' raised ValueError: refund -9"):
+        run_local(_topo({"on_error": "fail"}), EVENTS)
+
+
+def test_a_wrong_return_shape_is_a_dead_letter_naming_it():
+    run = run_local(_topo({"code": f"{__name__}:wrong_shape"}), EVENTS[:2])
+    [letter] = run.dead_letters
+    assert letter.operator == "refunds" and letter.reason.startswith("TypeError: operator")
+    assert "returned dict" in letter.reason
+
+
+def test_a_sink_without_output_counts_what_it_drops():
+    topo = from_dict(
+        {
+            "operators": [{"name": "a", "code": f"{__name__}:strict"}],
+            "edges": [{"from": "source", "to": "a"}],
+        },
+        "t.yaml",
+    )
+    run = run_local(topo, [{"v": 1}, {"v": 2}])
+    assert run.outputs == {} and run.dropped == {"a": 2}
