@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from services.cli.develop import CliError
+from services.cli.develop import CliError, preflight
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
 
 PREDICTOR_HELP = (
@@ -22,6 +22,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.simulate:
         from pathlib import Path
 
+        preflight(args.topology, args.events)
         from services.ensemble import demo
 
         out = demo.run(
@@ -138,6 +139,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     configure_logging("up")
     replace = parse_replacements(args.replace)
+    preflight(args.topology, args.events)
     with up(
         args.topology,
         Path(args.out),
@@ -226,6 +228,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from shared.pipeline import costs
     from shared.pipeline.samples import sample_payloads
 
+    preflight(args.topology, args.events)
     topo = topology.load(args.topology)
     samples = sample_payloads(topo, args.events)
     if samples is None:

@@ -277,10 +277,12 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    from services.cli.develop import preflight
     from services.ensemble import live_compare
     from services.ensemble.supervisor import measured_topology
     from shared.model import topology
 
+    preflight(args.topology or "twitter_remote", args.events)
     out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     # a topology without et_ms: measured once, and every run and forecast uses that file

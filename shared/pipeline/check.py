@@ -65,7 +65,7 @@ def check(
     except TopologyError as exc:
         return CheckReport([Finding("error", str(exc))])
     report = CheckReport(sink_warnings(topo), operators=len(topo.declared.operators))
-    report.findings += open_errors(topo)
+    report.findings += open_errors(topo, redis)
     if report.errors:
         return report
     try:
@@ -101,8 +101,9 @@ def sink_warnings(topo: Topology) -> list[Finding]:
     ]
 
 
-def open_errors(topo: Topology) -> list[Finding]:
-    """Each operator whose code does not import, construct or ``open``."""
+def open_errors(topo: Topology, redis: Any = None) -> list[Finding]:
+    """Each operator whose code does not import, construct or ``open`` (one that needs
+    ``ctx.redis`` while there is none: a warning)."""
     out = []
     base = topo.declared
     for name in base.order:
@@ -111,9 +112,11 @@ def open_errors(topo: Topology) -> list[Finding]:
             if op.window is not None:
                 _ = open_aggregate(op.code, name) if op.code else Count()
             else:
-                open_runnable(base, name, Context(name, None, "check", DiscardedWrites())).close()
+                ctx = Context(name, redis, "check", DiscardedWrites())
+                open_runnable(base, name, ctx).close()
         except OperatorLoadError as exc:
-            out.append(Finding("error", str(exc), _frames(exc.__cause__)))
+            level = "warning" if redis is None and NO_REDIS.search(str(exc)) else "error"
+            out.append(Finding(level, _no_redis_hint(str(exc), level), _frames(exc.__cause__)))
     return out
 
 
@@ -133,10 +136,15 @@ def raised_findings(run: LocalRun, with_redis: bool) -> list[Finding]:
             text += first.reason
         level = "error" if len(letters) > MOST * got else "warning"
         if not with_redis and NO_REDIS.search(first.reason):
-            text += " (ctx.redis is None without servers: pass --redis URL)"
             level = "warning"
-        out.append(Finding(level, text, first.frames))
+        out.append(Finding(level, _no_redis_hint(text, level), first.frames))
     return out
+
+
+def _no_redis_hint(text: str, level: str) -> str:
+    if level == "warning" and NO_REDIS.search(text):
+        return text + " (ctx.redis is None without servers: pass --redis URL)"
+    return text
 
 
 def _frames(exc: BaseException | None) -> str:

@@ -11,9 +11,9 @@ failure stops it.
 from __future__ import annotations
 
 import traceback
-from pathlib import Path
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from shared.model.topology import ON_ERROR
 
