@@ -1,19 +1,26 @@
 """The advertising example's operators on their own: no broker, no Spark."""
 
-from types import SimpleNamespace
+from sps_advertising.operators import CAMPAIGNS, generate
 
-from sps_advertising.operators import CAMPAIGNS, Join, ad_projection, filter_views, generate
+from shared.pipeline.local_run import run_local
 
 
-def test_only_views_pass_and_the_join_finds_the_campaign():
+def test_only_views_of_known_ads_reach_the_campaign_counts():
     view = {"ad_id": "ad7", "event_type": "view", "event_time": 1000}
-    assert filter_views({**view, "event_type": "click"}, None) == []
-    [(_, ev)] = filter_views(view, None)
-    [(_, projected)] = ad_projection(ev, None)
-    join = Join()
-    join.open(SimpleNamespace(redis=None, prefix="t"))
-    assert join.process(projected, None) == [(None, {**projected, "campaign_id": "campaign7"})]
-    assert join.process({"ad_id": "unknown", "event_time": 1}, None) == []
+    events = [view, {**view, "event_type": "click"}, {**view, "ad_id": "unknown"}, {"x": 1}]
+    run = run_local("advertising", events)
+    # the 2 views go to both projections; only the known ad's reaches the counts
+    assert run.received == {
+        "deserialize": 4,
+        "filter": 3,
+        "ip_projection": 2,
+        "ad_projection": 2,
+        "join": 2,
+        "ip_processor": 2,
+        "campaign_processor": 1,
+    }
+    [letter] = run.dead_letters
+    assert (letter.operator, letter.event_id) == ("deserialize", "local/3")
     assert CAMPAIGNS["ad107"] == "campaign7"
 
 

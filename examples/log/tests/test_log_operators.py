@@ -1,31 +1,35 @@
 """The log example's operators on their own: no broker, no Spark."""
 
-from types import SimpleNamespace
-
 import pytest
-from sps_log.operators import count_level, generate, parse, store, template
+import redis
+from sps_log.operators import generate, parse, template
 
+from shared.io.embedded import redis_server
 from shared.io.envelope import BadEvent
+from shared.pipeline.local_run import run_local
 
 
-class Writes:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, int]] = []
-
-    def hincrby(self, key: str, field: str, n: int) -> None:
-        self.calls.append((key, field, n))
-
-
-def test_a_line_is_parsed_templated_and_counted_by_level():
+def test_a_line_is_parsed_and_templated():
     line = "2026-11-25 10:00:01 ERROR [db] timeout after 3000 ms on 0x1f"
     [(_, parsed)] = parse(line, None)
     assert parsed["level"] == "ERROR"
     [(_, templated)] = template(parsed, None)
     assert templated["template"] == "timeout after <*> ms on <*>"
-    [(_, level)] = count_level(templated, None)
-    writes = Writes()
-    assert store(level, SimpleNamespace(writes=writes, prefix="t")) == []
-    assert writes.calls == [("t:app:log:levels", "ERROR", 1)]
+
+
+def test_the_pipeline_counts_lines_by_level_in_a_real_redis():
+    lines = [
+        "2026-11-25 10:00:01 ERROR [db] timeout after 3000 ms on 0x1f",
+        "2026-11-25 10:00:02 INFO [web] served /index in 12 ms",
+        "2026-11-25 10:00:03 ERROR [db] timeout after 10 ms on 0x2a",
+        "not a log line",
+    ]
+    with redis_server() as url:
+        run = run_local("log", lines, redis=url, prefix="t")
+        counts = redis.Redis.from_url(url).hgetall("t:app:log:levels")
+    assert counts == {b"ERROR": b"2", b"INFO": b"1"}
+    [letter] = run.dead_letters
+    assert (letter.operator, letter.event_id) == ("parse", "local/3")
 
 
 def test_a_line_of_another_shape_is_bad_input():

@@ -1,8 +1,14 @@
 """The queries' operators on hand-made events, and the reference on a tiny file."""
 
+from pathlib import Path
+
+import pytest
 from sps_nexmark import queries as q
+from sps_nexmark.check import compare
+from sps_nexmark.generate import Generator
 from sps_nexmark.reference import reference
 
+from shared.pipeline.local_run import run_local
 from shared.pipeline.operators import Context
 
 
@@ -122,3 +128,12 @@ def test_the_winning_bid_counts_only_bids_between_start_and_expiry():
     avg = _run_keyed([*out, {**out[0], "id": 8, "final": 75}], q.q4_average, "category")
     # auction 7 at 50, then 60; auction 8 at 75: (60 + 75) // 2 = 67
     assert [(r["final"], r["version"]) for r in avg] == [(50, 1), (60, 2), (67, 3)]
+
+
+@pytest.mark.parametrize("query", ["q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8"])
+def test_every_query_in_process_equals_the_reference(query):
+    events = list(Generator(1000.0, seed=3).events(3000))
+    run = run_local(Path(__file__).parents[1] / f"{query}.yaml", events)
+    assert not run.dead_letters and not run.late
+    verdict = compare(query, run.outputs.get(f"nexmark.{query}", []), events)
+    assert verdict["exact"], verdict

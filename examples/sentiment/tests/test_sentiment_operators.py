@@ -1,9 +1,13 @@
 """The example's operators on their own: no broker, no Spark."""
 
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
-from sps_sentiment.operators import Score, parse, reviews
+from sps_sentiment.operators import parse, reviews
+
+from shared.pipeline.local_run import run_local
+
+TOPOLOGY = Path(__file__).parents[1] / "topology.yaml"
 
 
 def test_parse_lowercases_and_rejects_what_is_not_a_review():
@@ -15,12 +19,12 @@ def test_parse_lowercases_and_rejects_what_is_not_a_review():
 
 
 def test_the_model_fitted_in_open_scores_sentiment():
-    score = Score()
-    score.open(SimpleNamespace(operator="score"))
-    [(_, good)] = score.process({"review_id": "a", "text": "excellent wonderful item"}, None)
-    [(_, bad)] = score.process({"review_id": "b", "text": "terrible broken box"}, None)
-    assert (good["label"], bad["label"]) == ("positive", "negative")
-    score.close()
+    reviews_in = [
+        {"review_id": "a", "user": "u1", "text": "excellent wonderful item"},
+        {"review_id": "b", "user": "u2", "text": "terrible broken box"},
+    ]
+    scored = run_local(TOPOLOGY, reviews_in).outputs["sentiment.scored"]
+    assert [(r["review_id"], r["label"]) for r in scored] == [("a", "positive"), ("b", "negative")]
 
 
 def test_reviews_are_reproducible():

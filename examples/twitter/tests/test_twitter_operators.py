@@ -1,9 +1,13 @@
 """The Twitter example's operators on their own: no broker, no Spark."""
 
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
-from sps_twitter.operators import classify_author, classify_content, generate, parse, store
+from sps_twitter.operators import generate, parse
+
+from shared.pipeline.local_run import run_local
+
+TOPOLOGY = Path(__file__).parents[1] / "topology.yaml"
 
 
 def test_a_tweet_goes_through_every_operator():
@@ -11,11 +15,12 @@ def test_a_tweet_goes_through_every_operator():
         "text": "the election vote today",
         "user": {"screen_name": "ana", "followers_count": 20_000, "verified": False},
     }
-    [(_, parsed)] = parse(tweet, None)
-    [(_, content)] = classify_content(parsed, None)
-    [(_, author)] = classify_author(content, None)
-    [(_, out)] = store(author, SimpleNamespace(writes=None, prefix="t"))
-    assert out == {"user": "ana", "topic": "politics", "author_class": "influencer"}
+    run = run_local(TOPOLOGY, [tweet, {"user": {}}])
+    assert run.outputs == {
+        "twitter.classified": [{"user": "ana", "topic": "politics", "author_class": "influencer"}]
+    }
+    [letter] = run.dead_letters
+    assert letter.operator == "parse" and "'text' string" in letter.reason
 
 
 def test_parse_rejects_a_tweet_without_text():
