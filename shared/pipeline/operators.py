@@ -7,8 +7,9 @@ The callable is either
   ``process(payload, ctx) -> outputs`` and ``close()``.
 
 ``outputs`` is a list of ``(successor or None, payload)``: ``None`` sends the payload to
-every successor (a sink's go to its ``output`` topic); ``None`` or ``[]`` emits nothing (a
-filter). Payloads are plain JSON data. The module is imported the usual way (installed,
+every successor, a successor's name to that one only (a sink's go to its ``output``
+topic; a sink without ``output`` drops them, ``check`` warns); ``None`` or ``[]`` emits
+nothing (a filter). Payloads are plain JSON data. The module is imported the usual way (installed,
 or on ``PYTHONPATH``); the dataplane ships its top-level package to a cluster's executors.
 """
 
@@ -30,23 +31,31 @@ class OperatorLoadError(RuntimeError):
 
 
 class Context:
-    """What an operator may use: its name, the current event's id, a Redis client for
-    reads and ``writes`` (a pipeline the replica sends every few hundred writes or 0.1 s
-    and at the end of its micro-batch: a sink's per-event round trip cost 107 of a task's
-    124 ms), and the run's key ``prefix``. A keyed operator also gets the event's ``key``
-    and ``state``, that key's mapping of JSON values, kept across events, resizes and
-    restarts and changed exactly once per event (``shared.pipeline.stateful``)."""
+    """What an operator's ``open`` and ``process`` get as ``ctx``.
+
+    * ``operator``: the operator's name in the topology.
+    * ``event_id``: the current event's id (the source's ``id``, or topic/partition/offset;
+      a window result's ``<key>@<start>``).
+    * ``redis``: a Redis client for reads (the run's knowledge base); None where there is
+      no server (``check``, ``run_local`` without ``redis=``, measuring costs).
+    * ``writes``: a Redis pipeline for writes, sent every few hundred writes or 0.1 s and
+      at the end of the replica's micro-batch (a sink's per-event round trip cost 107 of a
+      task's 124 ms); without a server, writes are accepted and dropped.
+    * ``prefix``: the run's Redis key prefix: name your keys ``f"{ctx.prefix}:app:..."``.
+    * ``key``, ``state``: a keyed operator's event key and that key's mapping of JSON
+      values, kept across events, resizes and restarts and changed exactly once per event
+      (``shared.pipeline.stateful``); "" and a plain dict for an unkeyed one.
+    """
 
     def __init__(
         self, operator: str, redis: Any = None, prefix: str = "sps", writes: Any = None
     ) -> None:
-        self.operator = operator
-        self.redis = redis
-        self.prefix = prefix
-        self.event_id = ""
-        self.writes = writes if writes is not None else redis
-        self.key = ""
-        # a plain dict outside the dataplane (measuring costs, a user's tests)
+        self.operator: str = operator
+        self.redis: Any = redis
+        self.prefix: str = prefix
+        self.event_id: str = ""
+        self.writes: Any = writes if writes is not None else redis
+        self.key: str = ""
         self.state: MutableMapping[str, Any] = {}
 
 

@@ -2,7 +2,7 @@
 
 from sps_advertising.operators import CAMPAIGNS, generate
 
-from shared.pipeline.local_run import run_local
+from shared.api import run_local
 
 
 def test_only_views_of_known_ads_reach_the_campaign_counts():

@@ -4,9 +4,9 @@ import pytest
 import redis
 from sps_log.operators import generate, parse, template
 
+from shared.api import run_local
 from shared.io.embedded import redis_server
 from shared.io.envelope import BadEvent
-from shared.pipeline.local_run import run_local
 
 
 def test_a_line_is_parsed_and_templated():

@@ -8,7 +8,7 @@ from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 from sps_nexmark.reference import reference
 
-from shared.pipeline.local_run import run_local
+from shared.api import run_local
 from shared.pipeline.operators import Context
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from sps_twitter.operators import generate, parse
 
-from shared.pipeline.local_run import run_local
+from shared.api import run_local
 
 TOPOLOGY = Path(__file__).parents[1] / "topology.yaml"
 
