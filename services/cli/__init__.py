@@ -12,11 +12,20 @@ from typing import Any
 from services.cli import develop, ensemble, papers, simulation
 
 
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """An option's default in its help, when it has one (not None or False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """Every command's help shows its options' defaults."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", _Defaults)
         super().__init__(*args, **kwargs)
 
 

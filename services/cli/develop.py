@@ -93,7 +93,6 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "check",
         help="check a topology without servers: its document, code and sample events",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--topology", required=True, help="built-in name or YAML file")
     p.add_argument(
@@ -109,7 +108,6 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "run-local",
         help="run a topology's operators in this process over payloads; outputs as JSON lines",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--topology", required=True, help="built-in name or YAML file")
     p.add_argument(

@@ -8,12 +8,8 @@ import sys
 from typing import Any
 
 from services.cli.develop import CliError, preflight
+from services.cli.simulation import POLICY_HELP, PREDICTOR_HELP, TOPOLOGY_HELP, TRACE_HELP
 from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
-
-PREDICTOR_HELP = (
-    "pa-sps's forecast: basic, lr, fft, ann, rf, auto or bandit; PREDICTOR@U sizes at "
-    f"utilisation U (default {DEFAULT_PREDICTOR})"
-)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -95,12 +91,17 @@ def _goal_arguments(p: Any) -> None:
     )
 
 
-def _events_argument(p: Any) -> None:
+def _events_argument(p: Any, produced: bool = True) -> None:
+    what = (
+        "produced as plain records to the source topic at the trace's rate"
+        if produced
+        else "each operator measured on their path through the DAG"
+    )
     p.add_argument(
         "--events",
         metavar="FILE",
-        help="JSON lines, one payload each, produced as plain records to the source topic "
-        "at the trace's rate (default: the topology's sample events or generator)",
+        help=f"JSON lines, one payload each, {what} (default: the topology's sample events "
+        "or generator)",
     )
 
 
@@ -292,10 +293,10 @@ def cmd_rescale(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="the whole ensemble on a spike trace, with a report")
-    p.add_argument("--topology", default="twitter_remote")
-    p.add_argument("--trace", default="short-spikes")
+    p.add_argument("--topology", default="twitter_remote", help=TOPOLOGY_HELP)
+    p.add_argument("--trace", default="short-spikes", help=TRACE_HELP)
     p.add_argument("--duration", type=float, default=120.0, help="seconds of replay")
-    p.add_argument("--policy", default=DEFAULT_POLICY)
+    p.add_argument("--policy", default=DEFAULT_POLICY, help=POLICY_HELP)
     p.add_argument("--predictor", default=DEFAULT_PREDICTOR, help=PREDICTOR_HELP)
     p.add_argument("--peak-rate", type=float, help="default: the rate needing ~80%% of the pool")
     p.add_argument("--tau-ms", type=float, help="LAS queuing-latency goal (default: no shedding)")
@@ -307,18 +308,18 @@ def register(sub: Any) -> None:
         help="seconds of traffic at a quarter of the peak before the replay (default 10; "
         "not measured)",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     _events_argument(p)
     _cycle_argument(p)
     _goal_arguments(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("up", help="start the ensemble on this machine until Ctrl-C")
-    p.add_argument("--topology", default="twitter_remote")
-    p.add_argument("--policy", default=DEFAULT_POLICY)
+    p.add_argument("--topology", default="twitter_remote", help=TOPOLOGY_HELP)
+    p.add_argument("--policy", default=DEFAULT_POLICY, help=POLICY_HELP)
     p.add_argument("--predictor", default=DEFAULT_PREDICTOR, help=PREDICTOR_HELP)
-    p.add_argument("--tau-ms", type=float)
-    p.add_argument("--out", default="runs/up")
+    p.add_argument("--tau-ms", type=float, help="LAS queuing-latency goal (default: no shedding)")
+    p.add_argument("--out", default="runs/up", help="run folder (logs, decisions, outputs)")
     p.add_argument(
         "--replace",
         action="append",
@@ -340,31 +341,31 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("replay", help="produce a trace's events into the source topic")
-    p.add_argument("--topology", default="twitter_remote")
-    p.add_argument("--trace", default="short-spikes")
-    p.add_argument("--peak-rate", type=float)
-    p.add_argument("--speedup", type=float, default=1.0)
+    p.add_argument("--topology", default="twitter_remote", help=TOPOLOGY_HELP)
+    p.add_argument("--trace", default="short-spikes", help=TRACE_HELP)
+    p.add_argument("--peak-rate", type=float, help="rescale so the trace peaks at this events/s")
+    p.add_argument("--speedup", type=float, default=1.0, help="play the trace this much faster")
     p.add_argument("--bootstrap", help="default SPS_KAFKA_BOOTSTRAP_SERVERS")
     _events_argument(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("benchmark", help="measure each operator's et_ms and CPU share")
     p.add_argument("--topology", required=True, help="built-in name or YAML file")
-    _events_argument(p)
+    _events_argument(p, produced=False)
     p.add_argument("--max-events", type=int, default=500, help="events per operator")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=cmd_benchmark)
 
     p = sub.add_parser("service", help="run one MAPE service (settings from SPS_* variables)")
-    p.add_argument("name", choices=SERVICES)
+    p.add_argument("name", choices=SERVICES, help="the service to run")
     p.set_defaults(func=cmd_service)
 
     p = sub.add_parser("rescale", help="ask execute for an on-demand change")
     p.add_argument("--operator", help="one operator; without it --add/--remove use Stela ETP")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--replicas", type=int)
-    g.add_argument("--add", type=int)
-    g.add_argument("--remove", type=int)
+    g.add_argument("--replicas", type=int, help="set the operator's active replicas to N")
+    g.add_argument("--add", type=int, help="add N replicas (to --operator, or where ETP says)")
+    g.add_argument("--remove", type=int, help="remove N replicas (likewise)")
     p.add_argument("--input-eps", type=float, help="input rate for the ETP computation")
     p.add_argument("--bootstrap", help="Kafka bootstrap (default SPS_KAFKA_BOOTSTRAP_SERVERS)")
     p.set_defaults(func=cmd_rescale)

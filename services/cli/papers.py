@@ -120,7 +120,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("reproduce", help="the PA-SPS tables beside the published ones")
-    p.add_argument("paper", choices=["pa-sps"])
+    p.add_argument("paper", choices=["pa-sps"], help="the paper whose tables to reproduce")
     p.add_argument(
         "--traces",
         default="pasps-twitter,pasps-twitter-raw,pasps-dns",
@@ -134,37 +134,44 @@ def register(sub: Any) -> None:
         help="ideal: the model alone; live: with this project's calibrated engine costs "
         "(shared.simulation.reproduce.engine_model)",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("gen-trace", help="write a seeded spike workload CSV")
-    p.add_argument("--out", required=True)
-    p.add_argument("--duration", type=int, default=3600)
-    p.add_argument("--base", type=float, default=400.0)
-    p.add_argument("--spikes", type=int, default=3)
-    p.add_argument("--height", type=float, default=4.0)
-    p.add_argument("--width", type=int, default=180)
-    p.add_argument("--ramp", type=int, default=30)
-    p.add_argument("--noise", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="the CSV file to write (timestamp,value)")
+    p.add_argument("--duration", type=int, default=3600, help="seconds, one row each")
+    p.add_argument("--base", type=float, default=400.0, help="events/s between spikes")
+    p.add_argument("--spikes", type=int, default=3, help="how many spikes")
+    p.add_argument("--height", type=float, default=4.0, help="a spike's peak, x the base")
+    p.add_argument("--width", type=int, default=180, help="a spike's seconds at its peak")
+    p.add_argument("--ramp", type=int, default=30, help="seconds up to and down from a peak")
+    p.add_argument("--noise", type=float, default=0.05, help="relative Gaussian noise per row")
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same CSV)")
     p.set_defaults(func=cmd_gen_trace)
 
     p = sub.add_parser("shed-sim", help="LAS and its baselines in the paper's setup (virtual time)")
     p.add_argument(
-        "--shedder", default="las", choices=["las", "strawman", "baseline", "full", "all"]
+        "--shedder",
+        default="las",
+        choices=["las", "strawman", "baseline", "full", "all"],
+        help="the shedder (full: Full Knowledge; all: each in turn)",
     )
-    p.add_argument("--distribution", default="zipf-1.0")
-    p.add_argument("--items", type=int, default=4096)
-    p.add_argument("--tuples", type=int, default=32768)
-    p.add_argument("--wn", type=int, default=64)
-    p.add_argument("--wmin-ms", type=float, default=0.1)
-    p.add_argument("--wmax-ms", type=float, default=6.4)
-    p.add_argument("--underprovision", type=float, default=0.25)
+    p.add_argument(
+        "--distribution", default="zipf-1.0", help="item frequencies: uniform or zipf-<s>"
+    )
+    p.add_argument("--items", type=int, default=4096, help="distinct items (keys)")
+    p.add_argument("--tuples", type=int, default=32768, help="tuples in the stream")
+    p.add_argument("--wn", type=int, default=64, help="distinct execution times (§5.1)")
+    p.add_argument("--wmin-ms", type=float, default=0.1, help="the cheapest item's cost")
+    p.add_argument("--wmax-ms", type=float, default=6.4, help="the dearest item's cost")
+    p.add_argument(
+        "--underprovision", type=float, default=0.25, help="share of the load above capacity"
+    )
     p.add_argument("--tau-ms", type=float, help="goal (default 6.4; 64 with --phases)")
     p.add_argument("--window", type=int, default=1024, help="LAS window N")
     p.add_argument("--tolerance", type=float, default=0.05, help="LAS tolerance mu")
-    p.add_argument("--delta", type=float, default=0.1)
-    p.add_argument("--epsilon", type=float, default=0.05)
+    p.add_argument("--delta", type=float, default=0.1, help="count-min sketch δ")
+    p.add_argument("--epsilon", type=float, default=0.05, help="count-min sketch ε")
     p.add_argument(
         "--bootstrap",
         choices=["declared", "nop", "oracle"],
@@ -172,8 +179,8 @@ def register(sub: Any) -> None:
         help="before the first sketch: charge the operator's declared cost (default), NOP "
         "as Listing 3.2, or the stream's true mean (an oracle, to compare)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the first run")
+    p.add_argument("--runs", type=int, default=1, help="runs, seeds seed..seed+runs-1")
     p.add_argument("--phases", action="store_true", help="the Fig. 6 time series (phases A-G)")
     p.add_argument(
         "--sweep",
@@ -182,5 +189,5 @@ def register(sub: Any) -> None:
         "every shedder at each value, --runs streams each",
     )
     p.add_argument("--plot", help="with --phases or --sweep: a PNG of the figure (Fig. 6, 4 or 5)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_shed_sim)

@@ -10,6 +10,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+PREDICTOR_HELP = (
+    "pa-sps's forecast: basic, lr, fft, ann, rf, ann-lag, rf-lag, auto (the recently most "
+    "accurate) or bandit; PREDICTOR@U sizes replicas at utilisation U, e.g. basic@0.7"
+)
+POLICY_HELP = "pa-sps, presps, ds2, autoscale, stela, lag[:ms], reactive or static:N"
+TOPOLOGY_HELP = "a built-in topology's name or a YAML file"
+TRACE_HELP = "a bundled trace's name (spikes, short-spikes, flash-crowd) or a CSV file"
 MAX_FITS = 100  # ANN/RF fits per simulated run unless --retrain-every says otherwise
 
 
@@ -18,11 +25,11 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         "--topology",
         help="built-in name or YAML file (default twitter; with --live twitter_remote)",
     )
-    p.add_argument("--trace", default="spikes", help="bundled name or CSV file")
+    p.add_argument("--trace", default="spikes", help=TRACE_HELP)
     p.add_argument("--td", type=float, default=1.0, help="interval length in seconds")
     p.add_argument("--peak-rate", type=float, help="rescale so the trace peaks at EPS events/s")
     p.add_argument("--slot-seconds", type=float, default=1.0, help="seconds per trace row")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the arrivals")
     p.add_argument("--budget", type=int, help="global cap on active replicas (Stela ETP)")
     p.add_argument(
         "--latency-goal-ms",
@@ -324,7 +331,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run one policy on a trace in the simulator")
     _add_run_args(p)
     p.add_argument("--policy", default="pa-sps", help="pa-sps, presps, static, ... (name[:arg])")
-    p.add_argument("--predictor", choices=["basic", "lr", "fft", "ann", "rf", "ann-lag", "rf-lag"])
+    p.add_argument("--predictor", help=PREDICTOR_HELP)
     p.add_argument("--replicas", type=int, help="static: replicas per operator")
     p.set_defaults(func=cmd_simulate)
 
