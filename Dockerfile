@@ -23,10 +23,10 @@ ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
 WORKDIR /app
 # The dependencies first, from pyproject.toml alone: a change to the code (or the README)
 # then rebuilds the last layers only, in seconds (pyspark builds from its sdist: ~90 s).
-COPY pyproject.toml ./
+COPY pyproject.toml constraints.txt ./
 RUN python3 -m venv /opt/venv \
     && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt -c constraints.txt \
     && ln -s "$(python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')" /opt/spark
 COPY README.md ./
 COPY shared ./shared

@@ -12,7 +12,7 @@ APT_PACKAGES := redis-server openjdk-17-jre-headless
 KAFKA_HOME ?= $(HOME)/.cache/elastic-sps/kafka-4.1.1
 KAFKA_STAMP := $(KAFKA_HOME)/libs/.complete
 
-.PHONY: help install system-deps kafka docker-deps compose-up compose-down prometheus demo test test-containers test-unit test-integration test-e2e lint bench peers-venv clean
+.PHONY: help install constraints system-deps kafka docker-deps compose-up compose-down prometheus demo test test-containers test-unit test-integration test-e2e lint bench peers-venv clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -52,12 +52,17 @@ prometheus: ## apt-install Prometheus for `elastic-sps up --prometheus` (make te
 EXAMPLES := examples/twitter examples/sentiment examples/log examples/advertising \
   examples/orders examples/nexmark
 
-$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
+$(STAMP): pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(EXAMPLES))
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }
 	[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]' $(addprefix -e ,$(EXAMPLES))
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]' $(addprefix -e ,$(EXAMPLES))
 	touch $(STAMP)
+
+constraints: ## pin every dependency's version as installed in .venv (after changing a bound)
+	{ sed -n '1,3p' constraints.txt; $(PY) -m pip freeze --exclude-editable \
+	  | grep -v -i -E '^(elastic-sps|sps-|sps_)'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 $(KAFKA_STAMP): compose/kafka/pom.xml
 	mvn -q -B -f compose/kafka/pom.xml dependency:copy-dependencies \

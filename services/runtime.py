@@ -32,7 +32,7 @@ class ServiceMetrics:
         self.records_in = Counter("sps_records_in", "records consumed", ["topic"], registry=r)
         self.records_out = Counter("sps_records_out", "records produced", ["topic"], registry=r)
         self.deadlettered = Counter(
-            "sps_deadlettered", "records sent to the dead-letter topic", ["topic"], registry=r
+            "sps_dead_lettered", "records sent to the dead-letter topic", ["topic"], registry=r
         )
         self.interval_lag = Gauge(
             "sps_interval_lag_seconds",

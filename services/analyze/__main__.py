@@ -18,8 +18,12 @@ def build(settings: AnalyzeSettings) -> ServiceApp:
         topo, settings.policy, settings.predictor, latency_goal_ms=settings.latency_goal_ms
     )
     metrics = ServiceMetrics("analyze")
-    predicted = Gauge("sps_predicted_input_events", "λ̂_G(t+1)", registry=metrics.registry)
-    observed = Gauge("sps_observed_input_events", "λ_G(t)", registry=metrics.registry)
+    predicted = Gauge(
+        "sps_predicted_input_events_per_second", "λ̂_G(t+1) / td", registry=metrics.registry
+    )
+    observed = Gauge(
+        "sps_observed_input_events_per_second", "λ_G(t) / td", registry=metrics.registry
+    )
     needed = Gauge(
         "sps_needed_replicas",
         "replicas the policy asks for",
@@ -31,8 +35,8 @@ def build(settings: AnalyzeSettings) -> ServiceApp:
 
     async def analyze(rec: StatsRecord) -> None:
         for result in analyzer.offer(rec):
-            predicted.set(result.predicted_input)
-            observed.set(result.observed_input)
+            predicted.set(result.predicted_input / settings.td)
+            observed.set(result.observed_input / settings.td)
             for n, need in result.operators.items():
                 needed.labels(n).set(need.replicas)
             await svc.send(out, str(result.interval), encode(result))

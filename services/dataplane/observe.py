@@ -26,6 +26,8 @@ from shared.io.knowledge_base import Keys, KnowledgeBase
 
 log = logging.getLogger("sps.dataplane")
 COUNTS = ("processed", "expired", "dead")
+# the metric of each count: one spelling of "dead-lettered" across the services
+METRIC_OF = {"processed": "processed", "expired": "expired", "dead": "dead_lettered"}
 
 
 class DataplaneCollector(Collector):
@@ -42,12 +44,20 @@ class DataplaneCollector(Collector):
         label = ["operator"]
         fams: dict[str, Any] = {
             c: CounterMetricFamily(
-                f"sps_dataplane_{c}", f"events {c} by the replicas", labels=label
+                f"sps_dataplane_{METRIC_OF[c]}",
+                f"events {METRIC_OF[c]} by the replicas",
+                labels=label,
             )
             for c in COUNTS
         }
-        fams["queue"] = GaugeMetricFamily("sps_dataplane_queue", "events waiting", labels=label)
-        fams["et"] = GaugeMetricFamily("sps_dataplane_et_ms", "measured et", labels=label)
+        fams["queue"] = GaugeMetricFamily(
+            "sps_dataplane_queue_events", "events waiting", labels=label
+        )
+        fams["et"] = GaugeMetricFamily(
+            "sps_dataplane_et_seconds",
+            "execution time per event (measured, else declared)",
+            labels=label,
+        )
         fams["active"] = GaugeMetricFamily(
             "sps_dataplane_active_replicas", "active replicas", labels=label
         )
@@ -89,7 +99,8 @@ class DataplaneCollector(Collector):
             backlog = self.kb.backlog(op.name, op.max_replicas)
             fams["queue"].add_metric([op.name], sum(backlog))
             et = self.kb.et_ms(op.name)
-            fams["et"].add_metric([op.name], et if et is not None else op.et_ms)
+            et = et if et is not None else op.et_ms
+            fams["et"].add_metric([op.name], et / 1000.0 if et is not None else float("nan"))
             fams["active"].add_metric([op.name], float(self.kb.active(op)))
         yield from fams.values()
         batch = self._query_families()

@@ -181,7 +181,7 @@ def check_prerequisites() -> None:
     if not LocalSettings().external_redis and shutil.which("redis-server") is None:
         raise PrerequisiteError(
             "redis-server is missing: apt-get install redis-server, or set "
-            "REDIS_URL to a running server"
+            "SPS_EXTERNAL_REDIS to a running server"
         )
 
 
@@ -257,8 +257,8 @@ def up(
 
 
 def _servers(stack: contextlib.ExitStack, run_dir: Path) -> tuple[str, embedded.RedisServer | None]:
-    """The broker and redis-server: the user's (``KAFKA_BOOTSTRAP_SERVERS``,
-    ``REDIS_URL``) or embedded ones, whose data live in the run folder as compose's
+    """The broker and redis-server: the user's (``SPS_EXTERNAL_KAFKA``,
+    ``SPS_EXTERNAL_REDIS``) or embedded ones, whose data live in the run folder as compose's
     volumes do: a redis-server restart keeps the knowledge base, the end registry and
     the id ledger (append-only)."""
     local = LocalSettings()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -21,6 +21,9 @@ class LocalSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SPS_", extra="ignore")
 
     log_level: str = described("INFO", "Python logging level of every process (DEBUG, INFO, ...).")
+    log_format: Literal["text", "json"] = described(
+        "text", "Log lines as plain text, or one JSON object a line (for a log collector)."
+    )
     embedded_broker: Literal["kafka", "tansu"] = described(
         "kafka", "The broker `up`, `demo` and the tests start when none is given: Apache Kafka."
     )
@@ -32,13 +35,14 @@ class LocalSettings(BaseSettings):
         validation_alias="ELASTIC_SPS_TRACE_DIR",
         description="A folder of trace CSVs that trace names are also looked up in.",
     )
+    # the unprefixed names of earlier releases still work
     external_kafka: str | None = Field(
         default=None,
-        validation_alias="KAFKA_BOOTSTRAP_SERVERS",
+        validation_alias=AliasChoices("SPS_EXTERNAL_KAFKA", "KAFKA_BOOTSTRAP_SERVERS"),
         description="`up`, `demo` and the tests use this broker instead of starting one.",
     )
     external_redis: str | None = Field(
         default=None,
-        validation_alias="REDIS_URL",
+        validation_alias=AliasChoices("SPS_EXTERNAL_REDIS", "REDIS_URL"),
         description="`up`, `demo` and the tests use this Redis instead of starting one.",
     )

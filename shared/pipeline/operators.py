@@ -127,9 +127,16 @@ def resolve(code: str, operator: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time error of the user's module
+        ours = module_name.split(".")[0] in ("shared", "services")
+        hint = (
+            "; 'shared' and 'services' are elastic-sps's own packages and shadow yours of "
+            "those names: rename yours"
+            if ours
+            else ""
+        )
         raise OperatorLoadError(
             f"operator {operator!r}: cannot import module {module_name!r} "
-            f"({type(exc).__name__}: {exc})"
+            f"({type(exc).__name__}: {exc}){hint}"
         ) from exc
     obj: Any = module
     for part in attr.split("."):

@@ -161,7 +161,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         metrics = page.read().decode()
         for op in ("parse", *DOWNSTREAM):
             assert f'sps_dataplane_processed_total{{operator="{op}"}} {float(n)}' in metrics, op
-        assert 'sps_dataplane_dead_total{operator="parse"} 4.0' in metrics
+        assert 'sps_dataplane_dead_lettered_total{operator="parse"} 4.0' in metrics
         assert "sps_rescale_decision_to_effect_seconds_count 4.0" in metrics
         assert urllib.request.urlopen(f"http://127.0.0.1:{web_port}/health").status == 200
         # the queries ran once: one run record, still the same process

@@ -122,7 +122,7 @@ def test_spike_scales_out_then_in_and_bad_records_are_dead_lettered(
         assert len(reasons) >= 2, (topic, dead)
         assert any("not JSON" in r for r in reasons)
     assert all(p.alive() for p in procs.values())
-    assert "sps_deadlettered_total" in procs["monitor"].metrics()
+    assert "sps_dead_lettered_total" in procs["monitor"].metrics()
     # every plan is explained per operator: the spike's scale-out with PA-SPS's inputs
     decided = [d for d in read_all(kafka_bootstrap, topics.decisions) if "operator" in d]
     spike = [

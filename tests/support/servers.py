@@ -10,7 +10,7 @@ One chooser, ``SPS_TEST_SERVERS``:
   names; Ryuk is off (its image cannot be pulled without a registry) and the fixture
   removes its containers itself.
 
-An explicit address (REDIS_URL, KAFKA_BOOTSTRAP_SERVERS) wins over both. The same tests
+An explicit address (SPS_EXTERNAL_REDIS, SPS_EXTERNAL_KAFKA) wins over both. The same tests
 run against either (``make test`` runs the integration tests both ways where an engine
 can run).
 """
@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterator
 
 from shared.io import embedded
+from shared.io.local_settings import LocalSettings
 
 REDIS_IMAGE = os.environ.get("SPS_TEST_REDIS_IMAGE", "elastic-sps/redis:7")
 KAFKA_IMAGE = os.environ.get("SPS_TEST_KAFKA_IMAGE", "elastic-sps/kafka:4.1.1")
@@ -46,7 +47,7 @@ def docker_available() -> bool:
 
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
-    if url := os.environ.get("REDIS_URL"):
+    if url := LocalSettings().external_redis:
         yield url
         return
     if mode() == "containers":
@@ -62,7 +63,7 @@ def redis_server() -> Iterator[str]:
 
 @contextlib.contextmanager
 def kafka_broker() -> Iterator[str]:
-    if bootstrap := os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+    if bootstrap := LocalSettings().external_kafka:
         yield bootstrap
         return
     if mode() == "containers":

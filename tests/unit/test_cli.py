@@ -64,3 +64,28 @@ def test_simulate_with_a_utilisation_target(capsys):
     argv = ["simulate", "--trace", "short-spikes", "--predictor", "basic@0.6", "--json"]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["policy"] == "pa-sps:basic@0.6"
+
+
+def test_a_users_package_named_shared_is_detected(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from services.cli import main; sys.exit(main())",
+            "--version",
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"the package 'shared' imported from {tmp_path} is not elastic-sps's" in done.stderr
