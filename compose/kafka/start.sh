@@ -22,7 +22,7 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 PROPS
-# WARN and above, plus the line the healthcheck waits for ("Kafka Server started")
+# WARN and above, plus the broker's start line in /tmp/started.log
 cat > /tmp/log4j2.properties <<LOG
 status = warn
 appender.out.type = Console

@@ -176,6 +176,12 @@ def wait_all_accounted(expected_sent: int, timeout: float = 300) -> list:
 
 def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(stack):
     t0 = time.monotonic()
+    # the Redis password is on no process's command line (it is in a config file)
+    cids = containers(stack)
+    assert PASSWORD not in sh("docker", "top", cids["redis"], "-eo", "pid,args", env=stack)
+    assert PASSWORD not in json.dumps(
+        json.loads(sh("docker", "inspect", cids["redis"], env=stack))[0]["Config"]["Cmd"]
+    )
     sent = replay(stack)
     stages = wait_all_accounted(sent)
     assert stages[0].sent == sent and stages[1].processed == sent  # nothing lost by id
