@@ -1,12 +1,13 @@
 """Control out of sample: predictor selection against the best predictor in hindsight, and
 a PA-SPS configuration against DS2 and AUTOSCALE, in the simulator, on a varied trace set.
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_control.py [--group selection|dominance|bound]
-     [--traces a,b] [--td 1,5] [--jobs 2] [--json]
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_control.py
+     [--group selection|dominance|bound|frontier] [--traces a,b] [--td 1,5] [--jobs 2] [--json]
 
 The set: the real traces beside the project (``../shared/traces/``: the PA-SPS twitter,
-twitter-raw and dns traces, NAB's AAPL, FB and GOOG tweet volumes, NAB's nyc_taxi; skipped
-when absent) and the bundled spike traces, each at td 1 s and 5 s, on the ``twitter``
+twitter-raw and dns traces, NAB's AAPL, FB and GOOG tweet volumes, NAB's nyc_taxi; a
+missing one is an error naming it, ``--traces bundled`` runs the bundled ones alone) and
+the bundled spike traces, each at td 1 s and 5 s, on the ``twitter``
 topology with ``compare``'s defaults (one trace row per second, the trace's own rates).
 Nothing in the policies was fitted to these traces: the selector's and the headroom's
 constants come from their own definitions (``shared.control.selection``, ``shared.control.plan``).
@@ -25,7 +26,14 @@ next interval's true input as its forecast (``Foresight``, perfect prediction) a
 0.55, ..., 1.00, with and without the calm stabiliser, beside DS2 and AUTOSCALE. Per case
 the configurations that dominate both (saved ≥, latency ≤) and those that also
 reconfigure less than DS2. A case no configuration dominates is out of reach for every
-predictor at any of those U: the dominance target's bound, not a predictor's shortfall.
+predictor with a perfect next-interval forecast at any of those uniform U (a biased
+forecast is a U varying in time, which this grid does not try).
+
+``frontier``: each family over its utilisation target U ∈ {0.5, ..., 0.9}: the default
+PA-SPS (``pa-sps:basic@U+calm``), ``ds2@U`` and ``autoscale@U``. Per case each family's
+frontier (``shared.simulation.frontier``), whether PA-SPS's covers DS2's (for every DS2
+point a PA-SPS point with saved ≥ and latency ≤), each family's latency at ``ds2@0.7``'s
+saved resources, and reconfigurations per day of the default against ``ds2``'s.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from shared.model import topology, traces
 from shared.policies import Policy, make_policy
 from shared.policies.pa_sps import PASPS
 from shared.simulation import scoring
+from shared.simulation.frontier import Point, covers, frontier, latency_at
 from shared.simulation.simulator import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -64,6 +73,13 @@ SELECTION = ("pa-sps:auto", *SINGLES)
 RECOMMENDED = "pa-sps:basic@0.7+calm"  # the services' defaults (shared.settings)
 DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
 FORESIGHT_U = tuple(round(0.5 + 0.05 * i, 2) for i in range(11))
+FRONTIER_U = (0.5, 0.6, 0.7, 0.8, 0.9)
+FAMILIES = {
+    "pa-sps": "pa-sps:basic@{u}+calm",  # the default's family: its predictor and stabiliser
+    "ds2": "ds2@{u}",
+    "autoscale": "autoscale@{u}",
+}
+FRONTIER = tuple(f.format(u=u) for f in FAMILIES.values() for u in FRONTIER_U)
 BOUND = (
     "ds2",
     "autoscale",
@@ -94,8 +110,17 @@ class Foresight(Predictor):
 
 
 def trace_paths(names: Sequence[str] | None) -> list[str]:
-    found = [str(REAL / f"{n}.csv") for n in REAL_TRACES if (REAL / f"{n}.csv").exists()]
-    every = [*found, *BUNDLED]
+    """The traces named (default: the whole set; ``bundled``: the bundled ones); a real
+    trace that is not there is an error listing every one missing."""
+    if names == ["bundled"]:
+        return list(BUNDLED)
+    wanted = [n for n in REAL_TRACES if names is None or n in names]
+    missing = [str(REAL / f"{n}.csv") for n in wanted if not (REAL / f"{n}.csv").exists()]
+    if missing:
+        raise SystemExit(
+            f"traces missing: {', '.join(missing)} (--traces bundled runs the bundled ones)"
+        )
+    every = [*(str(REAL / f"{n}.csv") for n in wanted), *BUNDLED]
     return [t for t in every if names is None or Path(t).stem in names or t in names]
 
 
@@ -120,6 +145,7 @@ def run_one(job: tuple[str, float, str]) -> dict[str, Any]:
         "processed_ratio": round(m.processed_ratio, 5),
         "latency_ms": round(m.latency_ms, 1),
         "reconfigurations": m.reconfigurations,
+        "per_day": round(m.reconfigurations * 86_400 / (len(arrivals) * td), 1),
     }
 
 
@@ -168,8 +194,37 @@ def bound_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"dominate_both": both, "and_fewer_reconf": fewer}
 
 
-SUMMARIES = {"selection": selection_summary, "dominance": dominance_summary, "bound": bound_summary}
-GROUPS = {"selection": SELECTION, "dominance": DOMINANCE, "bound": BOUND}
+def frontier_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {r["policy"]: r for r in rows}
+    fronts = {
+        fam: frontier(
+            Point(r["saved_resources"], r["latency_ms"], r["policy"])
+            for u in FRONTIER_U
+            if (r := by.get(spec.format(u=u)))
+        )
+        for fam, spec in FAMILIES.items()
+    }
+    ds2_default = by["ds2@0.7"]
+    level = ds2_default["saved_resources"]
+    at = {fam: latency_at(front, level) for fam, front in fronts.items()}
+    default = by[FAMILIES["pa-sps"].format(u=0.7)]
+    return {
+        "frontiers": {fam: [p.label for p in front] for fam, front in fronts.items()},
+        "pasps_covers_ds2": covers(fronts["pa-sps"], fronts["ds2"]),
+        "ds2_saved": level,
+        "latency_at_ds2_saved": {f: None if v is None else round(v, 2) for f, v in at.items()},
+        "default_per_day": default["per_day"],
+        "ds2_per_day": ds2_default["per_day"],
+    }
+
+
+SUMMARIES = {
+    "selection": selection_summary,
+    "dominance": dominance_summary,
+    "bound": bound_summary,
+    "frontier": frontier_summary,
+}
+GROUPS = {"selection": SELECTION, "dominance": DOMINANCE, "bound": BOUND, "frontier": FRONTIER}
 
 
 def main() -> None:

@@ -124,7 +124,8 @@ class MonitorSettings(ServiceSettings):
 class AnalyzeSettings(ServiceSettings):
     policy: str = _f(
         DEFAULT_POLICY,
-        "pa-sps, presps, ds2, autoscale, stela, lag[:ms], reactive, static:N.",
+        "pa-sps, presps, ds2, autoscale, stela, lag[:ms], reactive, static:N, default; "
+        "ds2@U, autoscale@U, reactive@U: at utilisation target U.",
     )
     predictor: str = _f(
         DEFAULT_PREDICTOR,

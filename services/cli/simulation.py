@@ -14,7 +14,10 @@ PREDICTOR_HELP = (
     "pa-sps's forecast: basic, lr, fft, ann, rf, ann-lag, rf-lag, auto (the recently most "
     "accurate) or bandit; PREDICTOR@U sizes replicas at utilisation U, e.g. basic@0.7"
 )
-POLICY_HELP = "pa-sps, presps, ds2, autoscale, stela, lag[:ms], reactive or static:N"
+POLICY_HELP = (
+    "pa-sps, presps, ds2, autoscale, stela, lag[:ms], reactive, static:N or default (the "
+    "services' own); ds2@U, autoscale@U, reactive@U at utilisation target U"
+)
 TOPOLOGY_HELP = "a built-in topology's name or a YAML file"
 TRACE_HELP = "a bundled trace's name (spikes, short-spikes, flash-crowd) or a CSV file"
 MAX_FITS = 100  # ANN/RF fits per simulated run unless --retrain-every says otherwise

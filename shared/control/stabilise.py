@@ -261,8 +261,10 @@ def build_rules(
 
 def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
     """``pa-sps:lr+calm`` -> (``pa-sps:lr``, CALM): a policy and the stabiliser preset it
-    runs with (None: the run's own settings)."""
+    runs with (None: the run's own settings; ``default``: the services' preset)."""
     policy, _, preset = spec.partition("+")
+    if not preset and policy == "default":  # the services' default runs with theirs
+        preset = DEFAULT_STABILISER
     if not preset:
         return policy, None
     if preset not in PRESETS:

@@ -27,14 +27,14 @@ __all__ = [
 ]
 
 
-def _utilisation(text: str, spec_arg: str) -> float:
+def _utilisation(text: str, spec: str) -> float:
     try:
         u = float(text)
     except ValueError:
-        msg = f"pa-sps:{spec_arg}: utilisation {text!r} is not a number"
+        msg = f"{spec}: utilisation {text!r} is not a number"
         raise PolicyConfigError(msg) from None
     if not 0 < u <= 1:
-        raise PolicyConfigError(f"pa-sps:{spec_arg}: utilisation must be in (0, 1], got {u}")
+        raise PolicyConfigError(f"{spec}: utilisation must be in (0, 1], got {u}")
     return u
 
 
@@ -43,7 +43,7 @@ def _pa_sps(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
     arg, _, u_text = (arg or opts.get("predictor") or "lr").partition("@")
     policy = _pa_sps_predictor(topo, arg, opts)
     if u_text:
-        policy.target_utilisation = _utilisation(u_text, f"{arg}@{u_text}")
+        policy.target_utilisation = _utilisation(u_text, f"pa-sps:{arg}@{u_text}")
         policy.name = f"{policy.name}@{u_text}"
     return policy
 
@@ -96,14 +96,41 @@ def _register_others() -> None:
     from shared.policies.stela_policy import StelaPolicy
 
     def autoscale(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
-        params = AutoscaleParams(combine=arg) if arg else AutoscaleParams()
-        return Autoscale(topo, params)
+        # U: the top of the "medium" activity band (theta_max), above which it scales out
+        u = opts.get("utilisation")
+        params = AutoscaleParams(combine=arg or "max", theta_max=u or AutoscaleParams.theta_max)
+        return Autoscale(topo, params, name=_named("autoscale", arg, u))
+
+    def ds2(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+        u = opts.get("utilisation")
+        params = DS2Params(target_utilization=u or DS2Params.target_utilization)
+        return DS2(topo, params, name=_named("ds2", arg, u))
+
+    def reactive(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+        u = opts.get("utilisation")  # the high mark it scales out above
+        return Reactive(topo, high=u or Reactive.high, name=_named("reactive", arg, u))
+
+    def default(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
+        from shared.settings import DEFAULT_PREDICTOR
+
+        policy = _pa_sps(topo, DEFAULT_PREDICTOR, opts)
+        policy.name = "default"
+        return policy
 
     _FACTORIES["autoscale"] = autoscale
     _FACTORIES["stela"] = lambda topo, arg, opts: StelaPolicy(topo, _with_budget(opts))
-    _FACTORIES["ds2"] = lambda topo, arg, opts: DS2(topo, DS2Params())
+    _FACTORIES["ds2"] = ds2
     _FACTORIES["lag"] = lambda topo, arg, opts: LagPolicy(topo, float(arg) if arg else 1000.0)
-    _FACTORIES["reactive"] = lambda topo, arg, opts: Reactive(topo)
+    _FACTORIES["reactive"] = reactive
+    _FACTORIES["default"] = default
+
+
+# the policies a utilisation target U moves along their saved/latency trade-off: NAME@U
+UTILISATION_TARGETS = ("ds2", "autoscale", "reactive")
+
+
+def _named(name: str, arg: str | None, u: float | None) -> str:
+    return name + (f":{arg}" if arg else "") + (f"@{u:g}" if u is not None else "")
 
 
 def register(name: str, factory: Callable[[Topology, str | None, dict[str, Any]], Policy]) -> None:
@@ -116,9 +143,21 @@ def policy_names() -> list[str]:
 
 
 def make_policy(spec: str, topo: Topology, **opts: Any) -> Policy:
-    """``spec`` is ``name`` or ``name:arg`` (a predictor for pa-sps, a count for static)."""
+    """``spec`` is ``name`` or ``name:arg`` (a predictor for pa-sps, a count for static),
+    ``NAME@U`` a utilisation target for ``UTILISATION_TARGETS`` (``pa-sps:PREDICTOR@U``
+    for pa-sps); ``default`` is the services' default policy."""
     _register_others()
     name, _, arg = spec.partition(":")
+    name, _, u_text = name.partition("@")
+    if not u_text and name in UTILISATION_TARGETS and "@" in arg:
+        arg, _, u_text = arg.partition("@")
+    if u_text:
+        if name not in UTILISATION_TARGETS:
+            raise PolicyConfigError(
+                f"{spec}: {name} takes no @U (those that do: {', '.join(UTILISATION_TARGETS)}; "
+                "pa-sps: pa-sps:PREDICTOR@U)"
+            )
+        opts = {**opts, "utilisation": _utilisation(u_text, spec)}
     try:
         factory = _FACTORIES[name]
     except KeyError:
