@@ -4,8 +4,13 @@ Kubernetes operator's autoscaler).
 Per operator: the true processing rate per replica (events processed per second of busy
 time), the target input rate propagated from the source through the DAG with the observed
 selectivities, and parallelism = ceil((target rate + backlog / catch-up time) /
-(true rate × target utilisation)). Scale-downs wait ``scale_down_delay`` intervals, keeping
-the largest recommendation seen meanwhile, and shrink at most by ``max_scale_down``.
+(true rate × target utilisation)) (the DS2 paper's rule, §3).
+
+Ours, not the paper's (it decides every policy interval, with no hold): a scale-down
+takes the largest recommendation of the last ``scale_down_delay_s`` seconds and keeps at
+least ``1 - max_scale_down`` of the replicas, in the shape of the Flink Kubernetes
+operator's autoscaler (``job.autoscaler.scale-down.interval``, ``scale-down.max-factor``),
+with our values (60 s, 0.5), not its defaults.
 """
 
 from __future__ import annotations
@@ -23,16 +28,16 @@ from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
 class DS2Params:
     target_utilization: float = 0.7
     catch_up_s: float = 30.0
-    scale_down_delay: int = 60  # intervals
-    max_scale_down: float = 0.5  # a decision keeps at least half of the replicas
+    scale_down_delay_s: float = 60.0  # ours (see the module's text), seconds at any td
+    max_scale_down: float = 0.5  # a decision keeps at least half of the replicas (ours)
 
     def __post_init__(self) -> None:
         if not 0 < self.target_utilization <= 1:
             raise PolicyConfigError("ds2: target_utilization must be in (0, 1]")
         if self.catch_up_s <= 0:
             raise PolicyConfigError("ds2: catch_up_s must be > 0")
-        if self.scale_down_delay < 0:
-            raise PolicyConfigError("ds2: scale_down_delay must be >= 0")
+        if self.scale_down_delay_s < 0:
+            raise PolicyConfigError("ds2: scale_down_delay_s must be >= 0")
         if not 0 <= self.max_scale_down <= 1:
             raise PolicyConfigError("ds2: max_scale_down must be in [0, 1]")
 
@@ -44,8 +49,10 @@ class DS2:
     name: str = "ds2"
 
     def __post_init__(self) -> None:
-        keep = max(1, self.params.scale_down_delay)
-        self._recent: dict[str, deque[int]] = {n: deque(maxlen=keep) for n in self.topology.names}
+        # (interval start, recommendation) of the last scale_down_delay_s seconds
+        self._recent: dict[str, deque[tuple[float, int]]] = {
+            n: deque() for n in self.topology.names
+        }
 
     def true_rates(self, stats: IntervalStats) -> dict[str, float]:
         """Events per second of busy time per replica; the benchmarked et when idle."""
@@ -82,11 +89,14 @@ class DS2:
             raw = need_rate / (true[op.name] * p.target_utilization)
             rec = max(op.min_replicas, min(op.max_replicas, math.ceil(raw - 1e-9)))
             recent = self._recent[op.name]
-            recent.append(rec)
+            now = stats.index * stats.td
+            recent.append((now, rec))
+            while len(recent) > 1 and recent[0][0] <= now - p.scale_down_delay_s:
+                recent.popleft()
             if rec < current:
                 # Scale down only with the largest recommendation of the delay window,
                 # and by at most max_scale_down of the current pool.
-                rec = max(recent) if p.scale_down_delay > 0 else rec
+                rec = max(r for _, r in recent)
                 floor = math.ceil(current * (1 - p.max_scale_down))
                 rec = max(rec, floor, op.min_replicas)
                 rec = min(rec, current)
