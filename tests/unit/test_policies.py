@@ -389,3 +389,21 @@ def test_pa_sps_keeps_the_benchmark_when_the_measurement_is_cheaper():
     pol = make_policy("pa-sps", topo, predictor="basic")
     assert pol.analyze(_one_op_stats(1000, 200, 0.1)).operators["a"].replicas == 2
     assert pol.analyze(_one_op_stats(1000, 5, 5.0)).operators["a"].replicas == 2
+
+
+def test_ds2_holds_a_scale_down_for_its_seconds_at_any_td():
+    """a: 10 ms/event, 100/s per replica at utilisation 1. At td 5 s: interval 0 sees
+    1000 events/s (needs 10), then 100/s (needs 1) with 10 active: the largest
+    recommendation of the last 60 s (12 intervals) holds 10 until interval 12 leaves
+    interval 0 out of the window; max_scale_down 1 lets it go straight to 1."""
+    topo = topology.linear("a", [Operator("a", 10.0, 1, 16)])
+    pol = DS2(topo, DS2Params(target_utilization=1.0, catch_up_s=1e9, max_scale_down=1.0))
+
+    def interval(k: int, rate: float) -> IntervalStats:
+        n = rate * 5.0
+        ops = {"a": OperatorStats(n, n, 0, {"source": n}, busy_s=n * 0.01, active_replicas=10)}
+        return IntervalStats(k, 5.0, n, ops)
+
+    assert pol.analyze(interval(0, 1000)).replicas() == {"a": 10}
+    held = [pol.analyze(interval(k, 100)).replicas()["a"] for k in range(1, 14)]
+    assert held == [10] * 11 + [1, 1]
