@@ -77,7 +77,7 @@ demo: install ## run the demo (see README)
 	$(VENV)/bin/elastic-sps demo
 
 test: install prometheus docker-deps ## unit, integration and e2e tests, then test-containers
-	$(PY) -m pytest -m "not compose"
+	$(PY) -m pytest -m "not compose" --durations=20
 	@$(MAKE) --no-print-directory test-containers
 
 # Where a Docker engine answers (or a private one can be started: compose/stack.sh), the
