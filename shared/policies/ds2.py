@@ -4,7 +4,8 @@ Kubernetes operator's autoscaler).
 Per operator: the true processing rate per replica (events processed per second of busy
 time), the target input rate propagated from the source through the DAG with the observed
 selectivities, and parallelism = ceil((target rate + backlog / catch-up time) /
-(true rate × target utilisation)) (the DS2 paper's rule, §3).
+(true rate × target utilisation)): DS2's rule, with the target utilisation the Flink
+autoscaler adds (``job.autoscaler.target.utilization``; DS2 sizes at full utilisation).
 
 Ours, not the paper's (it decides every policy interval, with no hold): a scale-down
 takes the largest recommendation of the last ``scale_down_delay_s`` seconds and keeps at
