@@ -163,7 +163,7 @@ class PlanSettings(ServiceSettings):
         rules = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(Stabilisation)
-            if f.name != "scale_down_window_intervals"
+            if f.name not in ("scale_down_window_intervals", "scale_down_window_s")
         }
         return build_rules(PRESETS[self.stabiliser], self.td, self.scale_down_window_s, **rules)
 

@@ -59,11 +59,23 @@ class Stabilisation:
     scale_up_tolerance_ratio: float = 0.0  # the same, as a fraction of the count
     scale_down_tolerance_ratio: float = 0.0  # a scale-in of less than this × count is held
     follow_falling_need: bool = False  # a steady fall: scale in to the latest ask
+    # a preset's window in seconds (the same hold at any td): ``at_td`` makes it intervals
+    scale_down_window_s: float | None = None
+
+    def at_td(self, td: float) -> Stabilisation:
+        """These rules at interval length ``td`` (a window in seconds as whole intervals)."""
+        if self.scale_down_window_s is None:
+            return self
+        window = math.ceil(self.scale_down_window_s / td - 1e-9)
+        return dataclasses.replace(
+            self, scale_down_window_intervals=window, scale_down_window_s=None
+        )
 
     @property
     def enabled(self) -> bool:
         return (
             self.scale_down_window_intervals > 0
+            or bool(self.scale_down_window_s)
             or self.max_step is not None
             or self.scale_down_margin > 0
             or self.hold_on_backlog
@@ -221,7 +233,11 @@ CALM = Stabilisation(
     scale_down_tolerance_ratio=0.15,
     follow_falling_need=True,
 )
-PRESETS = {"calm": CALM, "none": Stabilisation()}
+# Calm with a scale-down window of 60 s at any td (our DS2's hold): fewer scale-ins, for
+# less saved (docs/2026-11-26-control-frontier.md; not the default: it did not halve
+# the rescales against DS2's)
+STEADY = dataclasses.replace(CALM, scale_down_window_s=60.0)
+PRESETS = {"calm": CALM, "steady": STEADY, "none": Stabilisation()}
 # What a user who sets nothing gets (SPS_STABILISER; docs/measurements.md, "No flapping")
 DEFAULT_STABILISER = "calm"
 
@@ -250,6 +266,7 @@ def build_rules(
 ) -> Stabilisation:
     """The stabiliser's rules: ``preset`` with every rule given (not None) over it, the
     window given in seconds and kept in whole intervals of ``td`` (rounded up)."""
+    preset = preset.at_td(td)
     window = (
         preset.scale_down_window_intervals
         if scale_down_window_s is None
@@ -275,6 +292,7 @@ def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
 def plan_env(rules: Stabilisation, td: float) -> dict[str, str]:
     """The plan service's settings (shared.settings.PlanSettings) for exactly these rules
     (no preset under them: ``Stabilisation()`` gives a plan with no stabiliser)."""
+    rules = rules.at_td(td)
     env = {
         "SPS_STABILISER": "none",
         "SPS_SCALE_DOWN_WINDOW_S": str(rules.scale_down_window_intervals * td),

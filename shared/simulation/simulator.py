@@ -233,7 +233,8 @@ def simulate(
     dataplane = _dataplane(mode, topo, engine, limits or Limits(), seed)
     s = Series(replicas={n: [] for n in topo.names}, replay_intervals=len(arrivals))
     prev_prediction: float | None = None
-    stabiliser = Stabiliser(stabilisation) if stabilisation and stabilisation.enabled else None
+    rules = stabilisation.at_td(td) if stabilisation else None
+    stabiliser = Stabiliser(rules) if rules and rules.enabled else None
     short: tuple[str, ...] = ()  # the last plan's: only then may the goal shedder shed
     path_s = topo.path_seconds(engine.hop_s)  # what an event spends beside the queues
     t = 0

@@ -291,3 +291,12 @@ def test_the_rules_compare_with_the_count_last_planned_not_the_lagging_reported_
     s = Stabiliser(Stabilisation(scale_down_window_intervals=3))
     assert s.apply({"a": 2}, {"a": 8})[0] == {"a": 8}
     assert s.apply({"a": 2}, {"a": 2}) == ({"a": 8}, {"a": "scale-down window"})
+
+
+def test_a_presets_window_in_seconds_is_the_same_hold_at_any_td():
+    from shared.control.stabilise import STEADY, build_rules
+
+    assert STEADY.at_td(1.0).scale_down_window_intervals == 60
+    assert STEADY.at_td(5.0).scale_down_window_intervals == 12
+    assert build_rules(STEADY, 5.0).scale_down_window_intervals == 12
+    assert build_rules(STEADY, 5.0, scale_down_window_s=30).scale_down_window_intervals == 6
