@@ -41,7 +41,7 @@ class Context:
     * ``writes``: a Redis pipeline for writes, sent every few hundred writes or 0.1 s and
       at the end of the replica's micro-batch (a sink's per-event round trip cost 107 of a
       task's 124 ms); without a server, writes are accepted and dropped.
-    * ``prefix``: the run's Redis key prefix: name your keys ``f"{ctx.prefix}:app:..."``.
+    * ``prefix``: the run's Redis key prefix, to start your own keys with (then ``:app:``).
     * ``key``, ``state``: a keyed operator's event key and that key's mapping of JSON
       values, kept across events, resizes and restarts and changed exactly once per event
       (``shared.pipeline.stateful``); "" and a plain dict for an unkeyed one.

@@ -73,8 +73,10 @@ def test_ports_bind_loopback_by_default_and_state_lives_on_volumes():
     assert "redis-data" in volumes["redis"]
     assert "checkpoints" in volumes["dataplane"]
     assert {"kafka-data", "redis-data", "checkpoints"} <= set(doc["volumes"])
-    redis_cmd = doc["services"]["redis"]["command"]
-    assert "--requirepass" in redis_cmd
+    # a password is required, and given in the environment, not on a command line
+    redis = doc["services"]["redis"]
+    assert redis["environment"]["REDIS_PASSWORD"].startswith("${REDIS_PASSWORD:?")
+    assert not any("PASSWORD" in part for part in redis["command"])
     assert doc["services"]["ingress"]["environment"]["SPS_REDIS_PASSWORD"].startswith(
         "${REDIS_PASSWORD:?"
     )
