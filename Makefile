@@ -81,14 +81,14 @@ test: install prometheus docker-deps ## unit, integration and e2e tests, then te
 	@$(MAKE) --no-print-directory test-containers
 
 # Where a Docker engine answers (or a private one can be started: compose/stack.sh), the
-# integration tests again against testcontainers (but the local-cluster one: it tests
-# Spark's executors, and the servers it uses are the same fixtures), and the compose
+# integration tests again against testcontainers (but the local-cluster one and Spark's
+# capacity: they test Spark, and the servers they use are the same fixtures), and the compose
 # test; elsewhere the compose test is reported as skipped with the reason.
 test-containers: install ## integration tests on testcontainers + the compose test
 	@if host=$$(compose/stack.sh engine); then \
 	  export DOCKER_HOST=$$host; \
 	  compose/stack.sh build && \
-	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "(integration and not cluster) or compose"; \
+	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "(integration and not cluster and not engine) or compose"; \
 	  status=$$?; compose/stack.sh engine-stop; exit $$status; \
 	else \
 	  $(PY) -m pytest -m compose; \

@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.capacity import CPU_CODE, OPERATOR, capacity_rig
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.engine]
 
 
 def test_four_replicas_process_at_least_three_times_one(kafka_bootstrap, redis_url, tmp_path):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +61,19 @@ def test_crashes_spread_beyond_the_window_are_restarted_forever(tmp_path):
         ens.supervise_once(now=now + 20.0)  # the restart is due (backoff ≤ 15 s)
         now += CRASH_WINDOW_S / 2
     assert ens.failed is None and ens.restarts["monitor"] == 3 * MAX_CRASHES
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_unwind_up_as_ctrl_c_does(sig):
+    from services.ensemble.supervisor import Stopped, _stop_on_signals
+
+    unwound = []
+    before = signal.getsignal(sig)
+    with pytest.raises(Stopped) as stop, _stop_on_signals():
+        try:
+            os.kill(os.getpid(), sig)
+            time.sleep(5)  # the handler raises before this ends
+        finally:
+            unwound.append(True)
+    assert stop.value.code == 128 + sig and unwound == [True]
+    assert signal.getsignal(sig) == before  # the old handler is back
