@@ -59,6 +59,20 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
     return asyncio.run(run())
 
 
+_LIST_OFFSETS_TRIES = 6  # 0.2 s doubling: about 6 s of leader election at most
+
+
+def _electing(err: Any) -> bool:
+    from confluent_kafka import KafkaError
+
+    codes = (
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    )
+    return bool(err.retriable()) or err.code() in codes
+
+
 def end_offsets(
     admin: Any, partitions: dict[str, int], timeout: float = 10.0
 ) -> dict[str, list[int]]:
@@ -66,7 +80,7 @@ def end_offsets(
     batched ListOffsets request per broker: ``partitions`` is topic -> partition count.
     Right on Apache Kafka; the Tansu broker reports them wrongly for multi-record
     batches, hence its producers' registry (``SPS_PARTITION_ENDS=registry``)."""
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     wanted = {
@@ -75,8 +89,21 @@ def end_offsets(
         for j in range(n)
     }
     out = {topic: [0] * n for topic, n in partitions.items()}
-    for tp, fut in admin.list_offsets(wanted, request_timeout=timeout).items():
-        out[tp.topic][tp.partition] = int(fut.result().offset)
+    for attempt in range(_LIST_OFFSETS_TRIES):
+        retry = {}
+        for tp, fut in admin.list_offsets(wanted, request_timeout=timeout).items():
+            try:
+                out[tp.topic][tp.partition] = int(fut.result().offset)
+            except KafkaException as exc:
+                # a partition whose leader is still being elected (a topic just made, a
+                # broker restarting) answers with a retriable error: ask again
+                if not _electing(exc.args[0]) or attempt == _LIST_OFFSETS_TRIES - 1:
+                    raise
+                retry[tp] = wanted[tp]
+        if not retry:
+            return out
+        wanted = retry
+        time.sleep(0.2 * 2**attempt)
     return out
 
 
