@@ -77,3 +77,20 @@ def test_sigterm_and_sighup_unwind_up_as_ctrl_c_does(sig):
             unwound.append(True)
     assert stop.value.code == 128 + sig and unwound == [True]
     assert signal.getsignal(sig) == before  # the old handler is back
+
+
+def test_ctrl_c_unwinds_up_even_when_the_shell_ignored_sigint():
+    from services.ensemble.supervisor import _stop_on_signals
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's inheritance
+    try:
+        unwound = []
+        with pytest.raises(KeyboardInterrupt), _stop_on_signals():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)  # the handler raises before this ends
+            finally:
+                unwound.append(True)
+        assert unwound == [True] and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
