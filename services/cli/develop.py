@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -62,15 +61,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_run_local(args: argparse.Namespace) -> int:
     from shared.model import topology
     from shared.pipeline.local_run import run_local
-    from shared.pipeline.samples import read_events, sample_payloads
+    from shared.pipeline.samples import sample_payloads
 
     topo = topology.load(args.topology)
-    if args.events:
-        payloads: Any = read_events(Path(args.events), topo.source.format)
-    else:
-        payloads = sample_payloads(topo)
-        if payloads is None:
-            raise CliError(f"{args.topology} names no sample events: pass --events FILE")
+    payloads = sample_payloads(topo, args.events)
+    if payloads is None:
+        raise CliError(f"{args.topology} names no sample events: pass --events FILE")
     run = run_local(topo, payloads, redis=args.redis)
     for topic, values in run.outputs.items():
         for v in values:
@@ -89,16 +85,21 @@ def cmd_run_local(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "check",
-        help="check a topology without servers: its document, code and sample events",
-    )
+def _pipeline_arguments(p: Any) -> None:
+    """What ``check`` and ``run-local`` take: the topology, its payloads, a Redis."""
     p.add_argument("--topology", required=True, help="built-in name or YAML file")
     p.add_argument(
         "--events", metavar="FILE", help="JSON lines of payloads (default: the topology's samples)"
     )
     p.add_argument("--redis", metavar="URL", help="a Redis for operators using ctx.redis")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="check a topology without servers: its document, code and sample events",
+    )
+    _pipeline_arguments(p)
     p.add_argument("--json", action="store_true", help="the findings as one JSON object")
     p.set_defaults(func=cmd_check)
 
@@ -109,9 +110,5 @@ def register(sub: Any) -> None:
         "run-local",
         help="run a topology's operators in this process over payloads; outputs as JSON lines",
     )
-    p.add_argument("--topology", required=True, help="built-in name or YAML file")
-    p.add_argument(
-        "--events", metavar="FILE", help="JSON lines of payloads (default: the topology's samples)"
-    )
-    p.add_argument("--redis", metavar="URL", help="a Redis for operators using ctx.redis")
+    _pipeline_arguments(p)
     p.set_defaults(func=cmd_run_local)

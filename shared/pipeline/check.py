@@ -17,15 +17,15 @@ from typing import Any
 from shared.model import topology as topology_model
 from shared.model.topology import Topology, TopologyError
 from shared.pipeline.chain import open_runnable
-from shared.pipeline.failures import OperatorFailing, user_frames
-from shared.pipeline.local_run import DeadLetter, LocalRun, run_local
+from shared.pipeline.failures import FailureGuard, OperatorFailing, user_frames
+from shared.pipeline.local_run import DeadLetter, LocalRun, connect_redis, run_local
 from shared.pipeline.operators import Context, DiscardedWrites, OperatorLoadError
 from shared.pipeline.samples import sample_payloads
 from shared.pipeline.stateful import Count, open_aggregate
 
-# past this share of its sample events raising, an operator has a bug, not bad input
-# (the dataplane's FailureGuard stops one past the same share of its last events)
-MOST = 0.5
+# past this share of its sample events raising, an operator has a bug, not bad input:
+# the share past which the dataplane's FailureGuard stops one
+MOST = FailureGuard.max_share
 MAX_EVENTS = 1000
 NO_REDIS = re.compile(r"'NoneType' object has no attribute")
 
@@ -59,31 +59,35 @@ def check(
     max_events: int = MAX_EVENTS,
 ) -> CheckReport:
     """Every finding on ``topology`` (a built-in name or a YAML file), its operators and
-    its sample events (``events_file``, else the topology's own)."""
+    its sample events (``events_file``, else the topology's own). ``redis``: a URL or
+    client for operators that use ``ctx.redis``."""
     try:
         topo = topology_model.load(topology)
     except TopologyError as exc:
         return CheckReport([Finding("error", str(exc))])
+    client = connect_redis(redis)
     report = CheckReport(sink_warnings(topo), operators=len(topo.declared.operators))
-    report.findings += open_errors(topo, redis)
-    if report.errors:
-        return report
     try:
         samples = sample_payloads(topo, events_file)
     except (FileNotFoundError, ValueError, OperatorLoadError) as exc:
-        return CheckReport([*report.findings, Finding("error", str(exc))], report.operators)
+        report.findings.append(Finding("error", str(exc)))
+        return report
     if samples is None:
+        report.findings += open_errors(topo, client)
         note = "no sample events (source.sample_events or --events FILE): code not run"
         report.findings.append(Finding("warning", note))
         return report
     samples = samples[:max_events]
-    report.events = len(samples)
     try:
-        report.run = run_local(topo, samples, redis=redis)
+        report.run = run_local(topo, samples, redis=client)
+    except OperatorLoadError:  # one operator's: name every one's (opening each once more)
+        report.findings += open_errors(topo, client)
+        return report
     except OperatorFailing as exc:
         report.findings.append(Finding("error", str(exc), _frames(exc.__cause__)))
         return report
-    report.findings += raised_findings(report.run, redis is not None)
+    report.events = len(samples)
+    report.findings += raised_findings(report.run, client is not None)
     return report
 
 

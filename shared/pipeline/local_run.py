@@ -23,12 +23,13 @@ from typing import Any
 
 from shared.model import topology as topology_model
 from shared.model.keyed import key_group
-from shared.model.records import BadRecord, event_time, lookup_first
+from shared.model.records import BadRecord
 from shared.model.topology import Topology
 from shared.pipeline.chain import open_runnable
 from shared.pipeline.failures import OperatorFailing, describe
 from shared.pipeline.local_store import MemoryStore
 from shared.pipeline.operators import Context, DiscardedWrites, Output, Runnable, normalise
+from shared.pipeline.samples import record_bytes
 from shared.pipeline.stateful import (
     Count,
     KeyState,
@@ -82,7 +83,7 @@ def run_local(
     """Run ``topology`` (a built-in name, a YAML path or a loaded one) over ``payloads``.
     ``redis``: a client or URL for operators that use ``ctx.redis`` (None: they get None)."""
     topo = topology if isinstance(topology, Topology) else topology_model.load(topology)
-    runner = _Runner(topo.declared, _client(redis), prefix)
+    runner = _Runner(topo.declared, connect_redis(redis), prefix)
     try:
         for k, payload in enumerate(payloads):
             runner.feed(k, payload)
@@ -92,7 +93,8 @@ def run_local(
     return runner.result
 
 
-def _client(redis: Any) -> Any:
+def connect_redis(redis: Any) -> Any:
+    """A client for ``redis``: a URL connects, a client (or None) is kept."""
     if isinstance(redis, str):
         from shared.io.redis_client import redis_client
 
@@ -121,19 +123,17 @@ class _Runner:
                 self.code[name] = open_runnable(topo, name, ctx)
 
     def feed(self, k: int, payload: Any) -> None:
+        """One payload as the ingress reads its record (``SourceSpec.event``): its id and
+        event time from the source's fields; without an id field, ``local/<k>``."""
         src = self.topo.source
         self.result.events += 1
         try:
-            found = lookup_first(payload, src._id_path) if src._id_path else f"local/{k}"
-            if found is None:
-                raise BadRecord(f"no event id at {src.id[len('field:') :]!r}")
-            where = src.time[len("field:") :]
-            found_t = lookup_first(payload, src._time_path) if src._time_path else None
-            evt = event_time(found_t, where) if src._time_path else self.now
+            env, _ = src.event(record_bytes(payload, src.format), "local", 0, k, None, self.now)
         except BadRecord as exc:
             self.result.dead_letters.append(DeadLetter("source", f"local/{k}", str(exc), payload))
             return
-        ev = _Event(str(found), payload, evt, "source")
+        event_id = env.id if src.id != "offset" else f"local/{k}"
+        ev = _Event(event_id, env.payload, env.event_time, "source")
         for e in self.topo.successors["source"]:
             self.queue.append((e.dst, ev))
         self._drain()
