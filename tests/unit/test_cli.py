@@ -57,7 +57,9 @@ def test_simulate_takes_the_predictors_demo_takes(predictor):
     from shared.policies import make_policy
 
     args = build_parser().parse_args(["simulate", "--predictor", predictor])
-    assert make_policy(f"pa-sps:{args.predictor}", topology.load("twitter")) is not None
+    assert make_policy(f"pa-sps:{args.predictor}", topology.load("twitter")).name == (
+        f"pa-sps:{predictor}"
+    )
 
 
 def test_simulate_with_a_utilisation_target(capsys):
