@@ -2,7 +2,8 @@
 a PA-SPS configuration against DS2 and AUTOSCALE, in the simulator, on a varied trace set.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_control.py
-     [--group selection|dominance|bound|frontier] [--traces a,b] [--td 1,5] [--jobs 2] [--json]
+     [--group selection|dominance|bound|frontier|rescales] [--traces a,b] [--td 1,5]
+     [--jobs 2] [--json]
 
 The set: the real traces beside the project (``../shared/traces/``: the PA-SPS twitter,
 twitter-raw and dns traces, NAB's AAPL, FB and GOOG tweet volumes, NAB's nyc_taxi; a
@@ -34,6 +35,11 @@ PA-SPS (``pa-sps:basic@U+calm``), ``ds2@U`` and ``autoscale@U``. Per case each f
 frontier (``shared.simulation.frontier``), whether PA-SPS's covers DS2's (for every DS2
 point a PA-SPS point with saved ≥ and latency ≤), each family's latency at ``ds2@0.7``'s
 saved resources, and reconfigurations per day of the default against ``ds2``'s.
+
+``rescales``: the default (``+calm``) and the presets with a 60 s and a 5 min scale-down
+window (``+steady``, ``+patient``) beside ``ds2@U``; per case each one's rescales a day
+as a share of ``ds2@0.7``'s and whether its point is on or below DS2's frontier. Target:
+at most half, on or below.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from shared.model import topology, traces
 from shared.policies import Policy, make_policy
 from shared.policies.pa_sps import PASPS
 from shared.simulation import scoring
-from shared.simulation.frontier import Point, covers, frontier, latency_at
+from shared.simulation.frontier import Point, covers, frontier, latency_at, on_or_below
 from shared.simulation.simulator import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -80,6 +86,9 @@ FAMILIES = {
     "autoscale": "autoscale@{u}",
 }
 FRONTIER = tuple(f.format(u=u) for f in FAMILIES.values() for u in FRONTIER_U)
+# the default (calm) and the presets with longer scale-down windows, beside DS2's family
+CANDIDATES = tuple(f"pa-sps:basic@0.7+{p}" for p in ("calm", "steady", "patient"))
+RESCALES = (*CANDIDATES, *(FAMILIES["ds2"].format(u=u) for u in FRONTIER_U))
 BOUND = (
     "ds2",
     "autoscale",
@@ -218,13 +227,43 @@ def frontier_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def rescales_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per candidate: its rescales a day as a share of ``ds2@0.7``'s, whether that is at
+    most half, and whether its point lies on or below DS2's frontier."""
+    by = {r["policy"]: r for r in rows}
+    ds2 = frontier(
+        Point(r["saved_resources"], r["latency_ms"], p)
+        for p, r in by.items()
+        if p.startswith("ds2@")
+    )
+    base = by["ds2@0.7"]["per_day"]
+    out = {}
+    for spec in CANDIDATES:
+        r = by[spec]
+        share = r["per_day"] / base if base else (0.0 if r["per_day"] == 0 else math.inf)
+        point = Point(r["saved_resources"], r["latency_ms"], spec)
+        out[spec] = {
+            "share_of_ds2": round(share, 3),
+            "at_most_half": share <= 0.5,
+            "on_or_below_ds2": on_or_below(point, ds2),
+        }
+    return {"candidates": out}
+
+
 SUMMARIES = {
     "selection": selection_summary,
     "dominance": dominance_summary,
     "bound": bound_summary,
     "frontier": frontier_summary,
+    "rescales": rescales_summary,
 }
-GROUPS = {"selection": SELECTION, "dominance": DOMINANCE, "bound": BOUND, "frontier": FRONTIER}
+GROUPS = {
+    "selection": SELECTION,
+    "dominance": DOMINANCE,
+    "bound": BOUND,
+    "frontier": FRONTIER,
+    "rescales": RESCALES,
+}
 
 
 def main() -> None:
@@ -261,6 +300,18 @@ def main() -> None:
             )
         summary = {k: v for k, v in c.items() if k not in ("trace", "td", "rows")}
         print("  " + ", ".join(f"{k}={v}" for k, v in summary.items()))
+    if args.group == "rescales" and not args.policies:
+        print_rescale_counts(out)
+
+
+def print_rescale_counts(cases: list[dict[str, Any]]) -> None:
+    """How many cases each candidate meets the target on (at most half, on or below)."""
+    for spec in CANDIDATES:
+        got = [c["candidates"][spec] for c in cases]
+        half = sum(g["at_most_half"] for g in got)
+        on = sum(g["on_or_below_ds2"] for g in got)
+        both = sum(g["at_most_half"] and g["on_or_below_ds2"] for g in got)
+        print(f"{spec}: at most half {half}, on or below {on}, both {both} of {len(got)}")
 
 
 if __name__ == "__main__":

@@ -64,3 +64,11 @@ def latency_at(front: Sequence[Point], saved: float) -> float | None:
             w = (saved - lo.saved) / (hi.saved - lo.saved)
             return lo.latency_ms + w * (hi.latency_ms - lo.latency_ms)
     return pts[-1].latency_ms
+
+
+def on_or_below(point: Point, front: Sequence[Point]) -> bool:
+    """``point``'s latency is at most ``front``'s at the same saved resources (it saves
+    more than every point of ``front``: no point of it saves as much, so nothing there
+    beats it)."""
+    at = latency_at(front, point.saved)
+    return at is None or point.latency_ms <= at

@@ -48,3 +48,41 @@ def test_cpu_seconds_counts_a_child_by_its_role():
     finally:
         child.kill()
         child.wait()
+
+
+def test_rescales_summary_shares_ds2s_rescales_and_places_each_on_its_frontier():
+    from benchmarks.bench_control import rescales_summary
+
+    def row(policy: str, saved: float, latency: float, per_day: float) -> dict[str, object]:
+        return {
+            "policy": policy,
+            "saved_resources": saved,
+            "latency_ms": latency,
+            "per_day": per_day,
+        }
+
+    # DS2's frontier: (0.5, 10 ms), (0.7, 20 ms); at 0.6 saved it gives 15 ms
+    rows = [
+        row("ds2@0.5", 0.5, 10.0, 300.0),
+        row("ds2@0.7", 0.7, 20.0, 200.0),
+        row("ds2@0.9", 0.6, 30.0, 100.0),  # beaten by ds2@0.7
+        row("pa-sps:basic@0.7+calm", 0.8, 40.0, 150.0),  # saves more than DS2 ever does
+        row("pa-sps:basic@0.7+steady", 0.6, 16.0, 100.0),  # above: 16 > 15 ms
+        row("pa-sps:basic@0.7+patient", 0.6, 15.0, 40.0),
+    ]
+    out = rescales_summary(rows)["candidates"]
+    assert out["pa-sps:basic@0.7+calm"] == {
+        "share_of_ds2": 0.75,
+        "at_most_half": False,
+        "on_or_below_ds2": True,
+    }
+    assert out["pa-sps:basic@0.7+steady"] == {
+        "share_of_ds2": 0.5,
+        "at_most_half": True,
+        "on_or_below_ds2": False,
+    }
+    assert out["pa-sps:basic@0.7+patient"] == {
+        "share_of_ds2": 0.2,
+        "at_most_half": True,
+        "on_or_below_ds2": True,
+    }

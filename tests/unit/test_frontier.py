@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.simulation.frontier import Point, covers, frontier, latency_at
+from shared.simulation.frontier import Point, covers, frontier, latency_at, on_or_below
 
 pytestmark = pytest.mark.unit
 
@@ -37,3 +37,12 @@ def test_covers_asks_every_point_of_the_other_to_be_beaten():
     assert covers(mine, [Point(0.7, 20), Point(0.6, 30)])
     assert not covers(mine, [Point(0.65, 15)])  # nothing of mine saves 0.65 under 15 ms
     assert not covers(mine, [Point(0.85, 100)])  # nor saves 0.85 at all
+
+
+def test_a_point_is_on_or_below_a_frontier_where_it_needs_no_more_latency():
+    front = frontier(FAMILY)  # (0.5, 10), (0.7, 20), (0.8, 40)
+    assert on_or_below(Point(0.75, 30), front)  # on it: halfway from 20 to 40
+    assert on_or_below(Point(0.75, 25), front)
+    assert not on_or_below(Point(0.75, 31), front)
+    assert not on_or_below(Point(0.4, 11), front)  # (0.5, 10) saves more, faster
+    assert on_or_below(Point(0.9, 500), front)  # nothing there saves 0.9

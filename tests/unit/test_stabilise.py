@@ -300,3 +300,11 @@ def test_a_presets_window_in_seconds_is_the_same_hold_at_any_td():
     assert STEADY.at_td(5.0).scale_down_window_intervals == 12
     assert build_rules(STEADY, 5.0).scale_down_window_intervals == 12
     assert build_rules(STEADY, 5.0, scale_down_window_s=30).scale_down_window_intervals == 6
+
+
+def test_patient_holds_a_scale_in_for_five_minutes_at_any_td():
+    from shared.control.stabilise import PATIENT, split_spec
+
+    assert split_spec("pa-sps:basic+patient") == ("pa-sps:basic", PATIENT)
+    assert PATIENT.at_td(1.0).scale_down_window_intervals == 300
+    assert PATIENT.at_td(5.0).scale_down_window_intervals == 60
