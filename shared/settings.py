@@ -22,6 +22,7 @@ from shared.control.stabilise import (
 )
 from shared.io.local_settings import LocalSettings, described
 from shared.io.topics import Topics
+from shared.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
 
 _f = described
 __all__ = ["LocalSettings"]  # what every process reads, declared beside the clients
@@ -250,12 +251,12 @@ class DataplaneSettings(ServiceSettings):
         None, "Ignore the plan and run this many replicas (a benchmark baseline).", ge=1
     )
     operator_failure_share: float = _f(
-        0.5,
+        MAX_FAILURE_SHARE,
         "An operator raising on more than this share of its last events stops the dataplane.",
         gt=0,
         le=1,
     )
-    operator_failure_window: int = _f(200, "The events that share is taken over.", ge=1)
+    operator_failure_window: int = _f(FAILURE_WINDOW, "The events that share is taken over.", ge=1)
     idle_s: float = _f(
         5.0,
         "A window operator's input (an upstream replica, a source partition) that delivered "

@@ -10,6 +10,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from shared.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
+
 CostMode = Literal["none", "wait", "cpu"]
 
 
@@ -40,8 +42,8 @@ class SourceOptions(BaseModel):
     deadletter_topic: str = "sps.deadletter"
     fixed_replicas: int | None = None
     partition_ends: Literal["registry", "watermarks"] = "watermarks"
-    failure_share: float = 0.5
-    failure_window: int = 200
+    failure_share: float = MAX_FAILURE_SHARE
+    failure_window: int = FAILURE_WINDOW
     idle_s: float = 5.0  # a window operator's input silent this long holds no window open
 
     @classmethod

@@ -17,7 +17,7 @@ from typing import Any
 from shared.model import topology as topology_model
 from shared.model.topology import Topology, TopologyError
 from shared.pipeline.chain import open_runnable
-from shared.pipeline.failures import FailureGuard, OperatorFailing, user_frames
+from shared.pipeline.failures import MAX_FAILURE_SHARE, OperatorFailing, user_frames
 from shared.pipeline.local_run import DeadLetter, LocalRun, connect_redis, run_local
 from shared.pipeline.operators import Context, DiscardedWrites, OperatorLoadError
 from shared.pipeline.samples import sample_payloads
@@ -25,7 +25,7 @@ from shared.pipeline.stateful import Count, open_aggregate
 
 # past this share of its sample events raising, an operator has a bug, not bad input:
 # the share past which the dataplane's FailureGuard stops one
-MOST = FailureGuard.max_share
+MOST = MAX_FAILURE_SHARE
 MAX_EVENTS = 1000
 NO_REDIS = re.compile(r"'NoneType' object has no attribute")
 

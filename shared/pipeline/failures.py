@@ -56,6 +56,12 @@ def describe(exc: BaseException, frames: int = 3) -> Failure:
     return Failure(type(exc).__name__, reason, text)
 
 
+# An operator raising on more than this share of its last WINDOW events stops the dataplane
+# (the dataplane's options and the setting take these as their defaults)
+MAX_FAILURE_SHARE = 0.5
+FAILURE_WINDOW = 200
+
+
 @dataclass
 class FailureGuard:
     """Counts an operator's outcomes over its last ``window`` events (per task, since a
@@ -64,8 +70,8 @@ class FailureGuard:
 
     operator: str
     on_error: str = "dead-letter"
-    max_share: float = 0.5
-    window: int = 200
+    max_share: float = MAX_FAILURE_SHARE
+    window: int = FAILURE_WINDOW
     _last: deque[bool] = field(default_factory=deque)
     _failed: int = 0
 
