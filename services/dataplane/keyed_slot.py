@@ -8,7 +8,7 @@ import logging
 import time
 
 from services.dataplane.group import GroupRun
-from shared.io.envelope import Envelope, Watermark
+from shared.io.envelope import Envelope
 from shared.io.state_store import PartitionStore
 from shared.model.keyed import key_group
 from shared.pipeline.operators import Context, Output, normalise
@@ -22,7 +22,6 @@ class KeyedSlot:
         self.g, self.partition, self.owner = g, partition, owner
         self.store = PartitionStore(g.r, g.keys, g.operator, partition)
         self.first_at: float | None = None  # when this task served its first event
-        self.opened_watermark = self.store.watermark  # what it was when this task began
 
     def done_before(self, offset: int) -> bool:
         """An event a previous attempt of this range already applied (and committed)."""
@@ -48,21 +47,6 @@ class KeyedSlot:
         ctx.key = key
         ctx.state = KeyState(self.store, key_group(key, g.op.key_groups), key)
         return normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
-
-    def see(self, mark: Watermark) -> None:
-        """An upstream partition's time, as if an event of that time had come from it."""
-        self.store.see_input(mark.input, mark.time, time.time())
-
-    def advanced_watermark(self) -> float | None:
-        """If this task moved a window operator's watermark: the time no result it sends
-        later falls below (a window still open ends after the watermark less the
-        allowed lateness); else None."""
-        w, window = self.store.watermark, self.g.op.window
-        if window is None or w is None:
-            return None
-        if self.opened_watermark is not None and w <= self.opened_watermark:
-            return None
-        return w - window.lateness_s
 
     def fire(self) -> list[WindowResult]:
         if self.g.aggregator is None:

@@ -25,7 +25,7 @@ from services.dataplane.keyed_slot import KeyedSlot, window_envelope
 from services.dataplane.sample import LatencySample
 from services.dataplane.slots import Slot
 from shared.control.routing import Routers
-from shared.io.envelope import BadEvent, Envelope, Watermark, decode_record
+from shared.io.envelope import BadEvent, Envelope, decode
 from shared.io.id_ledger import IdBatch
 from shared.pipeline.failures import Failure, describe
 from shared.pipeline.operators import Context, Output, normalise
@@ -128,8 +128,7 @@ class SlotRun:
         self.written_at = time.monotonic()
         # a keyed or window operator's partition state, committed with its offset
         self.keyed = KeyedSlot(g, slot.replica, slot.owner) if g.op.stateful else None
-        # offset -> event (or watermark) decoded by prefetch
-        self._decoded: dict[int, Envelope | Watermark] = {}
+        self._decoded: dict[int, Envelope] = {}  # offset -> event decoded by prefetch
 
     def _ready(self) -> Context:
         g = self.g
@@ -148,10 +147,6 @@ class SlotRun:
         if self.keyed is not None and self.keyed.done_before(msg.offset() or 0):
             return
         ev = self._decoded.pop(msg.offset() or 0, None) or self._decode(msg)
-        if isinstance(ev, Watermark):  # not an event: an upstream partition's time
-            if self.keyed is not None:
-                self.keyed.see(ev)
-            return
         if ev is None or self._expired(ev):
             return
         began = time.perf_counter()
@@ -183,17 +178,16 @@ class SlotRun:
             if self.keyed.done_before(offset):
                 continue
             try:
-                ev = decode_record(msg.value())
+                ev = decode(msg.value())
             except BadEvent:
                 continue  # handle dead-letters it
             self._decoded[offset] = ev
-            if isinstance(ev, Envelope):
-                events.append(ev)
+            events.append(ev)
         self.keyed.prefetch(events)
 
-    def _decode(self, msg: Any) -> Envelope | Watermark | None:
+    def _decode(self, msg: Any) -> Envelope | None:
         try:
-            return decode_record(msg.value())
+            return decode(msg.value())
         except BadEvent as exc:  # not an envelope: not from this project's producers
             self.res.dead += 1
             self.g.dead_letter(self.slot.replica, msg, describe(exc))
@@ -292,24 +286,6 @@ class SlotRun:
             ev = window_envelope(self.g, result, self.slot.replica)
             self._emit(result.id, ev, [(None, result.payload)], result.id.encode())
             self.res.fired += 1
-        self._broadcast_watermark()
-
-    def _broadcast_watermark(self) -> None:
-        """After the results, the partition's time to every partition of each keyed
-        successor, if this task moved it (one whose time stands sends nothing, so its
-        successors can tell it idle). Stateless successors get none: their replicas
-        keep no time to pass on, so a keyed operator behind one still waits for data."""
-        assert self.keyed is not None
-        bound = self.keyed.advanced_watermark()
-        if bound is None:
-            return
-        g = self.g
-        body = Watermark(g.operator, self.slot.replica, bound).encode()
-        for s in g.successors:
-            successor = g.topo[s]
-            if successor.stateful:
-                for partition in range(successor.max_replicas):
-                    g.producer.produce(g.keys.topic(s), body, partition=partition)
 
     def finish(self) -> SlotResult:
         self.clock.settle()

@@ -61,36 +61,6 @@ class Envelope:
         return Envelope(self.id, self.ts, src, payload, part=part, evt=self.evt)
 
 
-@dataclass(frozen=True)
-class Watermark:
-    """A window operator's partition promising that nothing it sends later has an event
-    time below ``time``. Sent in-band, after its results, to every partition of a keyed
-    successor (Flink's broadcast watermark): a partition that gets none of its results
-    still sees its time pass, and closes its windows."""
-
-    src: str
-    part: int
-    time: float
-
-    @property
-    def input(self) -> str:
-        return f"{self.src}/{self.part}"
-
-    def encode(self) -> bytes:
-        return orjson.dumps({"wm": self.time, "src": self.src, "part": self.part})
-
-
-def decode_record(raw: bytes | None) -> Envelope | Watermark:
-    """An operator topic's record: an event, or an upstream partition's watermark."""
-    if raw is not None and raw.startswith(b'{"wm":'):  # Watermark.encode's first field
-        try:
-            doc = orjson.loads(raw)
-            return Watermark(str(doc["src"]), int(doc["part"]), float(doc["wm"]))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise BadEvent(f"bad watermark: {exc}") from None
-    return decode(raw)
-
-
 def decode(raw: bytes | None) -> Envelope:
     if raw is None:
         raise BadEvent("empty event")

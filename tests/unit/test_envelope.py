@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.io.envelope import BadEvent, Envelope, Watermark, decode, decode_record
+from shared.io.envelope import BadEvent, Envelope, decode
 
 pytestmark = pytest.mark.unit
 
@@ -32,15 +32,3 @@ def test_malformed_events_are_refused_with_what_is_wrong(raw, reason):
 def test_a_payload_json_cannot_carry_is_refused_not_crashed():
     with pytest.raises(BadEvent, match="not serialisable"):
         Envelope("e-3", 1.0, "parse", {"tags": {1, 2}}).encode()
-
-
-def test_a_watermark_travels_beside_events_and_is_no_event():
-    mark = Watermark("counts", 3, 1_767_225_610.0)
-    assert decode_record(mark.encode()) == mark
-    assert mark.input == "counts/3"  # the input a window operator's watermark tracks
-    ev = Envelope("e-1", 1.5, "bids", {"auction": 7}, part=3)
-    assert decode_record(ev.encode()) == ev
-    with pytest.raises(BadEvent, match="'id' and 'payload'"):
-        decode(mark.encode())  # where only events may come, a watermark is refused
-    with pytest.raises(BadEvent, match="bad watermark"):
-        decode_record(b'{"wm": 1.0, "src": "counts"}')
