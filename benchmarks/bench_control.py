@@ -87,7 +87,8 @@ FAMILIES = {
 }
 FRONTIER = tuple(f.format(u=u) for f in FAMILIES.values() for u in FRONTIER_U)
 # the default (calm) and the presets with longer scale-down windows, beside DS2's family
-CANDIDATES = tuple(f"pa-sps:basic@0.7+{p}" for p in ("calm", "steady", "patient"))
+DEFAULT_POLICY = RECOMMENDED.partition("+")[0]
+CANDIDATES = tuple(f"{DEFAULT_POLICY}+{p}" for p in ("calm", "steady", "patient"))
 RESCALES = (*CANDIDATES, *(FAMILIES["ds2"].format(u=u) for u in FRONTIER_U))
 BOUND = (
     "ds2",

@@ -22,6 +22,7 @@ from shared.control.stabilise import (
 )
 from shared.io.local_settings import LocalSettings, described
 from shared.io.topics import Topics
+from shared.model.windows import IDLE_S
 from shared.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
 
 _f = described
@@ -258,7 +259,7 @@ class DataplaneSettings(ServiceSettings):
     )
     operator_failure_window: int = _f(FAILURE_WINDOW, "The events that share is taken over.", ge=1)
     idle_s: float = _f(
-        5.0,
+        IDLE_S,
         "A window operator's input (an upstream replica, a source partition) that delivered "
         "nothing for this long no longer holds its windows open (Flink's withIdleness).",
         gt=0,

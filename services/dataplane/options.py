@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from shared.model.windows import IDLE_S
 from shared.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
 
 CostMode = Literal["none", "wait", "cpu"]
@@ -44,7 +45,7 @@ class SourceOptions(BaseModel):
     partition_ends: Literal["registry", "watermarks"] = "watermarks"
     failure_share: float = MAX_FAILURE_SHARE
     failure_window: int = FAILURE_WINDOW
-    idle_s: float = 5.0  # a window operator's input silent this long holds no window open
+    idle_s: float = IDLE_S  # a window operator's input silent this long holds no window open
 
     @classmethod
     def build(

@@ -6,7 +6,7 @@ epoch, [start, end) in the source's time unit (epoch seconds). A window closes w
 operator's watermark passes its end plus the lateness; the watermark is the least, over
 the operator's inputs, of the latest event time each has delivered, an input silent for
 ``idle_s`` left out (Flink's ``withIdleness``), so a lagging upstream replica holds
-windows open instead of making its events late.
+windows open instead of making its events late, unless it is silent that long.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 KINDS = ("tumbling_s", "hopping_s", "session_gap_s")
+IDLE_S = 5.0  # the default silence after which an input holds no window open
 
 
 class WindowError(ValueError):
