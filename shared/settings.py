@@ -37,6 +37,8 @@ __all__ = ["LocalSettings"]  # what every process reads, declared beside the cli
 DEFAULT_POLICY = "pa-sps"
 DEFAULT_PREDICTOR = "basic@0.7"
 
+CostMode = Literal["none", "wait", "cpu"]
+
 
 class ServiceSettings(BaseSettings):
     """Every service's: where the broker, Redis and the topology are, and the interval."""
@@ -85,6 +87,12 @@ class ServiceSettings(BaseSettings):
         "How long a dataplane task keeps serving its replicas' partitions, reading what "
         "upstream produces meanwhile (0: its planned offsets only).",
         ge=0,
+    )
+    idle_s: float = _f(
+        IDLE_S,
+        "A source partition read to its end stays there this long before its reader "
+        "declares it idle, so it no longer holds windows open (a reader behind never is).",
+        gt=0,
     )
     latency_goal_ms: float | None = _f(
         None,
@@ -223,7 +231,7 @@ class DataplaneSettings(ServiceSettings):
     checkpoint_dir: str = _f("runs/checkpoints", "Spark's checkpoints (one folder per run).")
     max_events_per_task: int = _f(20_000, "Most events per replica slot and batch.", ge=1)
     trigger_ms: int = _f(200, "Spark's micro-batch trigger interval.", ge=0)
-    cost_mode: Literal["none", "wait", "cpu"] = _f(
+    cost_mode: CostMode = _f(
         "none",
         "none: the operator's own work; wait: each event occupies its replica et_ms (a "
         "remote call); cpu: real work plus burned CPU up to et_ms. `up` and `demo` give "
@@ -258,14 +266,13 @@ class DataplaneSettings(ServiceSettings):
         le=1,
     )
     operator_failure_window: int = _f(FAILURE_WINDOW, "The events that share is taken over.", ge=1)
-    idle_s: float = _f(
-        IDLE_S,
-        "A window operator's input (an upstream replica, a source partition) that delivered "
-        "nothing for this long no longer holds its windows open (Flink's withIdleness).",
-        gt=0,
-    )
     sample_events: str | None = _f(
         None, "JSON lines to measure operators without et_ms on (default: the topology's)."
+    )
+    require_durable_state: bool = _f(
+        False,
+        "Keyed operators: refuse to start unless Redis keeps an append-only file (else a "
+        "warning says their state is lost if Redis restarts).",
     )
 
 

@@ -15,9 +15,9 @@ from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.rescale_timeline import CountWatch
 from shared.io.tracked_producer import TrackedProducer
 from shared.pipeline.chain import open_runnable
+from shared.pipeline.engine import OperatorCore
 from shared.pipeline.failures import Failure, FailureGuard
 from shared.pipeline.operators import Context, Runnable
-from shared.pipeline.stateful import AggregateOperator, WindowAggregator
 
 
 @dataclass
@@ -56,17 +56,20 @@ class GroupRun:
                 o.failure_window,
             ),
         )
-        # a window operator's aggregate, with its windows' assignment and firing
-        self.aggregator: WindowAggregator | None = None
-        if self.op.window is not None:
-            assert isinstance(self.impl, AggregateOperator)
-            self.aggregator = WindowAggregator(self.op, self.impl.aggregate, o.idle_s)
+        # the per-event engine: the operator's steps, windows and watermarks
+        self.core = OperatorCore(self.topo, self.operator, self.impl)
         self.guard_lock = threading.Lock()
         self.cost_mode = o.cost_mode
         self.t_out = o.t_out_s
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
         self.successor_names = tuple(self.successors)
         self.topic = self.keys.topic(self.operator)
+        # where this operator's declarations go: every partition of every successor
+        self.declare_to = [
+            (self.keys.topic(s), j)
+            for s in self.successors
+            for j in range(int(self.topo[s].max_replicas))
+        ]
         self.track_ids = o.track_ids
         # one count watch per worker: its tasks' routers share what they saw
         watch = WORKER.get(("counts_seen", self.keys.prefix), lambda: CountWatch(self.r, self.keys))

@@ -127,6 +127,18 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
     return topo.with_costs(costs.as_costs(measured))
 
 
+def check_durability(settings: DataplaneSettings, topo: Any) -> None:
+    """Keyed operators' state is only as durable as Redis: said at start, or refused
+    (``SPS_REQUIRE_DURABLE_STATE``) with ``NotDurableError``."""
+    from shared.io.durability import check_keyed_state
+    from shared.io.redis_client import redis_client
+
+    stateful = [op.name for op in topo.operators if op.stateful]
+    if stateful:
+        r = redis_client(settings.redis_url)
+        check_keyed_state(r, stateful, settings.require_durable_state)
+
+
 def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
     """The streaming query serving ``ops``; restarted, it resumes from its checkpoint."""
     label = "ops" if len(ops) > 1 else ops[0]
@@ -260,12 +272,14 @@ def serve_observability(
 
 
 def run(settings: DataplaneSettings) -> None:
+    from shared.io.durability import NotDurableError
     from shared.pipeline.operators import OperatorLoadError
 
     configure_logging("dataplane")
     try:
         topo = prepare_topology(settings)
-    except OperatorLoadError as exc:
+        check_durability(settings, topo)
+    except (OperatorLoadError, NotDurableError) as exc:
         log.error("%s", exc)
         raise SystemExit(f"dataplane: {exc}") from None
     create_topics(settings, topo)

@@ -58,11 +58,14 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
         "dead": sum(r.dead for r in results),
         "late": sum(r.late for r in results),
         "fired": sum(r.fired for r in results),
+        "repeats": sum(r.repeats for r in results),
     }
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
     interval = int(time.time() // g.td)
     metrics_topic = g.o.metrics_topic
     for res in results:
+        if res.marks is not None:  # a stateless partition's watermarks, with its offset
+            res.marks.write(g.r, pipe)
         if res.ids is not None:
             res.ids.write(pipe)
         if res.probes:
@@ -103,6 +106,8 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
     for res in results:
         keyed = res.keyed
         if keyed is None:
+            continue
+        if keyed.fenced:
             continue
         if keyed.first_at is not None:
             gap = handover_pause(keyed.store, keyed.owner, keyed.first_at)

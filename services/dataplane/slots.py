@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from shared.io.durability import lost_state
 from shared.model.keyed import owner
 
 
@@ -89,11 +90,20 @@ def plan_slots(
 
 
 def plan_keyed_slots(
-    start: dict, end: dict, pool: int, active: int, progress: dict | None = None
+    start: dict,
+    end: dict,
+    pool: int,
+    active: int,
+    progress: dict | None = None,
+    operator: str = "?",
 ) -> list[Slot]:
     """A keyed operator's: every partition, each served by the active replica owning it
     (``shared.model.keyed.owner``); a partition starts where its state was committed
-    (the knowledge base holds both), else at Spark's offset."""
+    (the knowledge base holds both), else at Spark's offset, which is then 0 (a fresh
+    run, or a partition that never got an event). Past 0 with no commit, Redis lost the
+    partition's state and commit: ``StateLostError``, not a start with empty state."""
+    if progress is not None and (lost := lost_partitions(start, pool, progress)):
+        raise lost_state(operator, lost)
     slots = []
     for j in range(pool):
         s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
@@ -102,6 +112,13 @@ def plan_keyed_slots(
             e = max(e, s)
         slots.append(Slot(j, s, e, owner=owner(j, pool, active)))
     return slots
+
+
+def lost_partitions(start: dict, pool: int, progress: dict) -> dict[int, int]:
+    """The partitions (-> Spark's start offset) Spark has moved past 0 that have no
+    committed offset in the knowledge base."""
+    starts = {j: int(start.get(str(j), 0)) for j in range(pool)}
+    return {j: s for j, s in starts.items() if s > 0 and str(j) not in progress}
 
 
 def pack(slots: list[Slot], tasks: int, keep_idle: bool = False) -> list[tuple[Slot, ...]]:

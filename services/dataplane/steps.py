@@ -1,6 +1,6 @@
-"""A replica slot's per-event steps (arroyo's strategies are the model: each step takes an
-event and hands it on): decode → expire → operate → emit → account, with the replica's
-cost clock (``Occupancy``).
+"""A replica slot's per-event steps around the engine's core (``shared.pipeline.engine``):
+decode → expire → operate → emit → account, with the replica's cost clock
+(``Occupancy``), and the watermark declarations read in line (``declaring``).
 
 Operator cost comes in two modes (``cost_mode``), beside ``none`` (the operator's own
 work only):
@@ -20,6 +20,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.dataplane.declaring import Declarer, Marks
 from services.dataplane.group import GroupRun
 from services.dataplane.keyed_slot import KeyedSlot, window_envelope
 from services.dataplane.sample import LatencySample
@@ -27,8 +28,11 @@ from services.dataplane.slots import Slot
 from shared.control.routing import Routers
 from shared.io.envelope import BadEvent, Envelope, decode
 from shared.io.id_ledger import IdBatch
+from shared.io.state_store import Fenced
+from shared.io.watermarks import Declaration, Valve, decode_declaration, is_declaration
+from shared.pipeline.engine import Emitted, Event
 from shared.pipeline.failures import Failure, describe
-from shared.pipeline.operators import Context, Output, normalise
+from shared.pipeline.operators import Context
 from shared.pipeline.stateful import Late, NoKey
 
 # An operator's ``ctx.writes`` go to Redis in one round trip per this many writes or this
@@ -101,6 +105,8 @@ class SlotResult:
     expired: int = 0
     late: int = 0  # window events that arrived after their windows closed
     fired: int = 0  # windows closed and emitted
+    repeats: int = 0  # events this keyed partition had applied already (same id)
+    marks: Any = None  # a stateless partition's watermarks (declaring.Marks), if changed
     keyed: Any = None  # a keyed operator's KeyedSlot: committed after the flush
     busy: float = 0.0
     latencies: LatencySample = field(default_factory=lambda: LatencySample(200))
@@ -114,9 +120,10 @@ class SlotResult:
 
 
 class SlotRun:
-    """One replica slot's work in one task: ``handle`` each event in offset order, then
-    ``finish``. Clients and routers are set up at the first event, so a slot that gets
-    nothing costs nothing."""
+    """One replica slot's work in one task: ``handle`` each record in offset order (an
+    event through the engine's core, or a watermark declaration into the partition's
+    valve), then ``finish``. Clients and routers are set up at the first event, so a slot
+    that gets nothing costs nothing."""
 
     def __init__(self, g: GroupRun, slot: Slot) -> None:
         self.g, self.slot = g, slot
@@ -129,6 +136,8 @@ class SlotRun:
         # a keyed or window operator's partition state, committed with its offset
         self.keyed = KeyedSlot(g, slot.replica, slot.owner) if g.op.stateful else None
         self._decoded: dict[int, Envelope] = {}  # offset -> event decoded by prefetch
+        self.valve: Valve | None = None  # the partition's, at its first declaration
+        self.declarer: Declarer | None = None
 
     def _ready(self) -> Context:
         g = self.g
@@ -140,23 +149,66 @@ class SlotRun:
         return self.ctx
 
     def handle(self, msg: Any) -> None:
-        """One event through the replica's steps: decode → expire → operate → emit →
-        account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
-        ctx = self._ready()
-        self.res.next_offset = max(self.res.next_offset, (msg.offset() or 0) + 1)
-        if self.keyed is not None and self.keyed.done_before(msg.offset() or 0):
+        """One record: a declaration, or an event through decode → expire → operate →
+        emit → account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
+        offset = msg.offset() or 0
+        self.res.next_offset = max(self.res.next_offset, offset + 1)
+        keyed = self.keyed
+        if keyed is not None and (keyed.fenced or keyed.done_before(offset)):
             return
-        ev = self._decoded.pop(msg.offset() or 0, None) or self._decode(msg)
+        try:
+            self._handle(msg, offset)
+        except Fenced:
+            assert keyed is not None
+            keyed.fenced = True
+
+    def _handle(self, msg: Any, offset: int) -> None:
+        raw = msg.value()
+        if is_declaration(raw):
+            self._declared(decode_declaration(raw))
+            return
+        ctx = self._ready()
+        ev = self._decoded.pop(offset, None) or self._decode(msg)
         if ev is None or self._expired(ev):
             return
+        event = Event(ev.id, ev.payload, ev.event_time)
+        store = self.keyed.store if self.keyed is not None else None
+        if self.g.core.repeat(event, store):
+            self.res.repeats += 1
+            return
         began = time.perf_counter()
-        outputs = self._operate(ev, ctx, msg)
+        outputs = self._operate(ev, event, ctx, msg)
         if outputs is None:
             return
         occupied = self.clock.end(began)
-        self._emit(ev.id, ev, outputs, msg.key())
+        self._emit(ev, outputs, msg.key())
         self._account(ev, msg, occupied)
         self._write_out(ctx)
+
+    def _partition_marks(self) -> Any:
+        if self.keyed is not None:
+            return self.keyed.store
+        if self.res.marks is None:
+            g = self.g
+            self.res.marks = Marks(g.r, g.keys.watermarks(g.operator, self.slot.replica))
+        return self.res.marks
+
+    def _declared(self, d: Declaration) -> None:
+        """A declaration into the partition: fire what it closes, declare onwards."""
+        g, store = self.g, self._partition_marks()
+        if self.valve is None:
+            self.valve = g.core.valve(store)
+            last = g.core.declaration(self.slot.replica, self.valve)
+            self.declarer = Declarer(g.producer, g.declare_to, last)
+        fired = g.core.declare(self.valve, d, store)
+        if fired:
+            self._ready()
+        for result in fired:
+            ev = window_envelope(g, result, self.slot.replica)
+            self._emit(ev, [(None, result.id, result.payload)], result.id.encode())
+            self.res.fired += 1
+        assert self.declarer is not None
+        self.declarer.offer(g.core.declaration(self.slot.replica, self.valve))
 
     def _write_out(self, ctx: Context) -> None:
         """Send the operator's stacked writes when ``WRITES_BATCH`` are waiting or
@@ -169,13 +221,14 @@ class SlotRun:
 
     def prefetch(self, msgs: list[Any]) -> None:
         """A keyed operator's: decode ``msgs`` ahead (``handle`` takes them from here) and
-        read the state they need in one round trip."""
-        if self.keyed is None or not msgs:
+        read the state they need, and whether they were applied, in one round trip."""
+        keyed = self.keyed
+        if keyed is None or keyed.fenced or not msgs:
             return
         events = []
         for msg in msgs:
             offset = msg.offset() or 0
-            if self.keyed.done_before(offset):
+            if keyed.done_before(offset) or is_declaration(msg.value()):
                 continue
             try:
                 ev = decode(msg.value())
@@ -183,7 +236,10 @@ class SlotRun:
                 continue  # handle dead-letters it
             self._decoded[offset] = ev
             events.append(ev)
-        self.keyed.prefetch(events)
+        try:
+            keyed.prefetch(events)
+        except Fenced:
+            keyed.fenced = True
 
     def _decode(self, msg: Any) -> Envelope | None:
         try:
@@ -202,17 +258,18 @@ class SlotRun:
             return True
         return False
 
-    def _operate(self, ev: Envelope, ctx: Context, msg: Any) -> Output | None:
-        """The user's code on one event; ``None``: it raised, and the event is
-        dead-lettered (or the guard stops the dataplane: ``on_error``); an event with no
-        key, or late for every window, ends with that fate (the operator is not at fault)."""
+    def _operate(self, ev: Envelope, event: Event, ctx: Context, msg: Any) -> list[Emitted] | None:
+        """The engine's core on one event; ``None``: the user's code raised, and the
+        event is dead-lettered (or the guard stops the dataplane: ``on_error``); an event
+        with no key, or late for every window, ends with that fate (the operator is not
+        at fault). A fenced read propagates: the slot stops."""
         g = self.g
-        ctx.event_id = ev.id
+        if self.keyed is not None:
+            self.keyed.started()
         try:
-            if self.keyed is not None:
-                result = self.keyed.process(ev, ctx)
-            else:
-                result = normalise(g.impl.process(ev.payload, ctx), g.operator, g.successor_names)
+            result = g.core.apply(event, ctx, self.keyed.store if self.keyed else None)
+        except Fenced:
+            raise
         except (NoKey, Late) as exc:
             kind = "late" if isinstance(exc, Late) else "dead"
             self._fate(kind, ev, msg, Failure(type(exc).__name__, str(exc), ""))
@@ -254,20 +311,21 @@ class SlotRun:
         if not g.successors:
             res.latencies.add(1000.0 * (time.time() - ev.ts))
 
-    def _emit(self, out_id: str, ev: Envelope, outputs: Output, key: Any) -> None:
-        """The outputs of ``ev`` (their id ``out_id``): to the successors' replicas, or a
+    def _emit(self, ev: Envelope, outputs: list[Emitted], key: Any) -> None:
+        """``ev``'s outputs, each with its own id: to the successors' replicas, or a
         sink's to its output topic, if it has one."""
         g, res = self.g, self.res
         if not g.successors:
-            if g.op.output:  # each output its own id: <id>, then <id>/1, <id>/2, ...
-                for k, (_, payload) in enumerate(outputs):
-                    row_id = out_id if k == 0 else f"{out_id}/{k}"
-                    g.producer.produce(g.op.output, output_record(row_id, payload), None, key)
+            if g.op.output:
+                for _, out_id, payload in outputs:
+                    g.producer.produce(g.op.output, output_record(out_id, payload), None, key)
             return
         routers = self.routers
         assert routers is not None  # set up by _ready before the event's first step
-        for dst, payload in outputs:
-            body = ev.forward(g.operator, payload, self.slot.replica).encode()
+        for dst, out_id, payload in outputs:
+            body = Envelope(
+                out_id, ev.ts, g.operator, payload, part=self.slot.replica, evt=ev.evt
+            ).encode()
             for s in [dst] if dst is not None else g.successors:
                 partition = routers.choose(s, payload)
                 g.producer.produce(g.keys.topic(s), body, partition=partition, key=key)
@@ -276,21 +334,11 @@ class SlotRun:
                 if res.ids is not None:
                     res.ids.add(s, "sent", out_id)
 
-    def _fire(self) -> None:
-        """A window operator's closed windows, each emitted once with its own id."""
-        assert self.keyed is not None
-        fired = self.keyed.fire()
-        if fired:
-            self._ready()
-        for result in fired:
-            ev = window_envelope(self.g, result, self.slot.replica)
-            self._emit(result.id, ev, [(None, result.payload)], result.id.encode())
-            self.res.fired += 1
-
     def finish(self) -> SlotResult:
         self.clock.settle()
+        if self.declarer is not None:
+            self.declarer.flush()
         if self.keyed is not None:
-            self._fire()
             self.res.keyed = self.keyed
         if self.ctx is not None:
             self.ctx.writes.execute()  # what is left of the operator's writes (_write_out)

@@ -38,20 +38,29 @@ class Decision:
     unkeyed: int = 0
 
 
+ReadAt = tuple[str, int, float]  # topic, partition, event time
+
+
 def events_of(
     spec: SourceSpec, msgs: list[Any], now: float
-) -> tuple[list[tuple[Envelope, str | None]], list[tuple[bytes, str]]]:
-    """The consumed records as events with their LAS keys, and the undecodable ones with
-    the reason (``shared.model.records``)."""
-    events, dead = [], []
+) -> tuple[
+    list[tuple[Envelope, str | None]], list[tuple[bytes, str]], list[tuple[str, int, float]]
+]:
+    """The consumed records as events with their LAS keys, the undecodable ones with the
+    reason (``shared.model.records``), and where each event was read with its event time
+    (its partition's watermark)."""
+    events, dead, times = [], [], []
     for m in msgs:
         raw = m.value()
         try:
             _, stamp = m.timestamp()
-            events.append(spec.event(raw, m.topic(), m.partition(), m.offset(), stamp, now))
+            ev, key = spec.event(raw, m.topic(), m.partition(), m.offset(), stamp, now)
         except BadRecord as exc:
             dead.append((raw or b"", f"ingress: {exc}"))
-    return events, dead
+            continue
+        events.append((ev, key))
+        times.append((m.topic(), m.partition(), ev.event_time))
+    return events, dead, times
 
 
 class Gate:

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 
 from services.ingress.arrivals import ArrivalCounts, arrival_s
 from services.ingress.core import Gate, events_of
+from services.ingress.declarations import SourceDeclarations
 from shared.contracts.action import DeadLetter
 from shared.contracts.metrics import OperatorCounters
 from shared.control.routing import Routers, RoutingView
@@ -29,6 +30,7 @@ from shared.io.knowledge_base import Keys, KnowledgeBase
 from shared.io.redis_client import redis_client
 from shared.io.rescale_timeline import CountWatch
 from shared.io.tracked_producer import TrackedProducer
+from shared.io.watermarks import Declaration
 from shared.pipeline.costs import service_topology
 from shared.settings import IngressSettings
 
@@ -124,6 +126,13 @@ class Ingress:
             self.source = replace(self.source, key=settings.key_field)
         self.input_topics = list(self.source.topics) or [settings.topics.ingress]
         self.consumer.subscribe(self.input_topics)
+        # the source partitions' watermarks, declared to every entry partition
+        self.declarations = SourceDeclarations(self.consumer, self.input_topics, settings.idle_s)
+        self.declare_to = [
+            (self.keys.topic(e.dst), j)
+            for e in self.entries
+            for j in range(int(self.topo[e.dst].max_replicas))
+        ]
         # monotonic time of the last commit: none yet, so the first read commits at once
         # (a monotonic clock starts near boot, so 0.0 is not "long ago")
         self._committed_at = float("-inf")
@@ -182,14 +191,19 @@ class Ingress:
                 log.warning("consumer error: %s", m.error())
         msgs = [m for m in msgs if m.error() is None]
         if not msgs:
+            if self.declare(self.declarations.due(now)):
+                self.out.flush()
             self.commit(idle=True)
             return
         with self.arrivals_lock:  # counted on arrival: the publisher thread may close t
             for m in msgs:
                 self.arrivals.add(arrival_s(m, now), "received")
-        events, dead = events_of(self.source, msgs, now)
+        events, dead, times = events_of(self.source, msgs, now)
+        self.declare(self.declarations.resumed(times))  # before their events
+        self.declarations.read(times)
         d = self.gate.decide(events, now)
         self.produce(d, now)
+        self.declare(self.declarations.due(now))  # after the events they cover
         self.dead_letter(dead, now)
         self.out.flush()
         if self.s.track_ids:  # delivered: each admitted id is now sent to its entry operators
@@ -227,6 +241,13 @@ class Ingress:
         if idle or now - self._committed_at >= self.s.commit_interval_s:
             self.consumer.commit(asynchronous=True)
             self._committed_at, self._uncommitted = now, False
+
+    def declare(self, declarations: list[Declaration]) -> bool:
+        for d in declarations:
+            body = d.encode()
+            for topic, j in self.declare_to:
+                self.out.produce(topic, body, partition=j)
+        return bool(declarations)
 
     def record_sent(self, d: Any) -> None:
         batch = IdBatch(self.keys.prefix)

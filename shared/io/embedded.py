@@ -275,9 +275,10 @@ def terminate(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
 
 
 class RedisServer:
-    """A local redis-server that can be restarted on the same port. With ``data_dir`` it
-    keeps an append-only file there, so a restart keeps the knowledge base (as a compose
-    volume does); without, it is memory only."""
+    """A local redis-server that can be restarted on the same port. It keeps an
+    append-only file (fsync every second) in ``data_dir``, else in a temporary folder
+    removed at ``close``: a restart keeps the knowledge base and the keyed state (as a
+    compose volume does), a memory-only one would lose them."""
 
     def __init__(
         self, port: int | None = None, data_dir: str | None = None, password: str | None = None
@@ -290,9 +291,8 @@ class RedisServer:
         self.port = port or free_port()
         if not port_free(self.port):
             raise PrerequisiteError(f"port {self.port} is taken: free it or choose another")
-        self._tmp = None if data_dir else tempfile.TemporaryDirectory()
+        self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="sps-redis-")
         self.dir = data_dir or self._tmp.name  # type: ignore[union-attr]
-        self.persist = data_dir is not None
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -300,10 +300,10 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
-        aof = ["--appendonly", "yes", "--appendfsync", "everysec"] if self.persist else []
+        # no snapshots: the append-only file is what a restart reads
+        aof = ["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-            + (aof or ["--appendonly", "no"])
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", *aof]
             + ["--dir", self.dir]
             + (["--requirepass", self.password] if self.password else []),
             stdout=subprocess.DEVNULL,

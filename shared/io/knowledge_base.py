@@ -29,7 +29,9 @@ dataplane and the ingress read them through it.
 | {p}:plan:applied                      | set    | execute             | execute                |
 | {p}:heartbeat:{service}               | float  | every service       | `elastic-sps up`       |
 | {p}:state:{op}:{group}                | hash   | keyed replicas      | keyed replicas         |
-| {p}:win:{op}:{group}, winends, wm     | hash   | window replicas     | window replicas        |
+| {p}:win:{op}:{group}, winends         | hash   | window replicas     | window replicas        |
+| {p}:wm:{op}:{partition}               | hash   | every replica       | the same partition     |
+| {p}:dp:{op}:epoch, {p}:applied:{op}:* | hash   | keyed replicas      | keyed replicas (fence) |
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
 | {p}:las:{op}:deltas                   | list   | dataplane operator  | ingress shedder        |
 """
@@ -152,8 +154,17 @@ class Keys:
         return f"{self.prefix}:winends:{op}:{partition}"
 
     def watermarks(self, op: str, partition: int) -> str:
-        """One partition's inputs: hash input -> [latest event time, wall time seen]."""
+        """One partition's watermark ("@") and its inputs' declarations: hash input ->
+        watermark, input + "#" -> "idle of" (``shared.io.watermarks``)."""
         return f"{self.prefix}:wm:{op}:{partition}"
+
+    def epochs(self, op: str) -> str:
+        """Hash partition -> how many times a keyed partition committed (the fence)."""
+        return f"{self.prefix}:dp:{op}:epoch"
+
+    def applied(self, op: str, partition: int) -> str:
+        """Zset event id -> commit time: the ids a keyed partition applied lately."""
+        return f"{self.prefix}:applied:{op}:{partition}"
 
     @property
     def moves(self) -> str:

@@ -4,15 +4,18 @@ A keyed operator's state lives in Redis, one hash per key group (``Keys.state``)
 replica's memory: its size is bounded by what Redis holds, and a resize moves no bytes —
 the partition's new owner reads the groups the old owner committed. Kafka Streams and
 quix-streams keep state in a local store with a changelog topic, which a new owner must
-replay before it may process; with the state already shared, a move costs a micro-batch
+replay before it may process; with the state already shared, a move costs a task
 boundary, not a restore.
 
-A task serves a partition through a ``PartitionStore``: reads go through a cache, writes
-are buffered, and at the end of the task one Lua script (atomic in Redis) applies every
-write *and* sets the partition's processed-up-to offset, if that offset is still the one
-the task started from (a fence: a retried or zombie task whose range was already committed
-applies nothing). So each event's effect on state is applied exactly once, whatever
-crashes: state and offset move together or not at all.
+A task serves a partition through a ``PartitionStore``. It opens at the partition's
+committed offset and epoch (bumped by every commit); every read checks both in the same
+script, so an attempt that another overtook (a retry, a zombie) reads nothing newer than
+what it opened at and stops (``Fenced``) rather than compute other values. Writes are
+buffered; at the end of the task one script applies every write, the offset, the ids of
+the events applied (a repeat from upstream arrives at a new offset: it is known by its
+id, remembered ``APPLIED_KEEP_S``) and the watermarks, max-merged, if the offset and epoch
+are still the ones the task opened at. So each event's effect on state is applied once:
+state, offset and ids move together or not at all.
 """
 
 from __future__ import annotations
@@ -24,37 +27,78 @@ from typing import Any
 import orjson
 
 from shared.io.knowledge_base import Keys
+from shared.io.marks import WATERMARK_FIELD, marks_args, read_marks, text
+from shared.io.watermarks import InputMark
 
 MISSING: Any = object()
 _DELETED: Any = object()
+APPLIED_KEEP_S = 600.0  # how long a partition remembers an applied id (a repeat's window)
+__all__ = ["MISSING", "WATERMARK_FIELD", "Fenced", "PartitionStore", "window_field"]
 
-_COMMIT = """
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if (cur or '') ~= ARGV[2] then return 0 end
-local i = 4
-while i <= #ARGV do
-  local op, k = ARGV[i], KEYS[tonumber(ARGV[i + 1])]
-  if op == 'S' then redis.call('HSET', k, ARGV[i + 2], ARGV[i + 3])
-  elseif op == 'D' then redis.call('HDEL', k, ARGV[i + 2])
-  elseif op == 'Z' then redis.call('ZADD', k, ARGV[i + 3], ARGV[i + 2])
-  elseif op == 'R' then redis.call('ZREM', k, ARGV[i + 2]) end
-  i = i + 4
+# KEYS: committed, epochs, then the keys read; ARGV: partition, offset, epoch, then
+# (op, key index, field) triples: H = HGET, Z = ZSCORE. -1: fenced.
+_READ = """
+if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return -1 end
+if (redis.call('HGET', KEYS[2], ARGV[1]) or '0') ~= ARGV[3] then return -1 end
+local out = {}
+for i = 4, #ARGV, 3 do
+  local k = KEYS[tonumber(ARGV[i + 1])]
+  if ARGV[i] == 'H' then out[#out + 1] = redis.call('HGET', k, ARGV[i + 2]) or false
+  else out[#out + 1] = redis.call('ZSCORE', k, ARGV[i + 2]) or false end
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return out
+"""
+
+# ARGV: partition, offset, epoch, next offset, now, forget-before, then (op, key, a, b):
+# S HSET, D HDEL, Z ZADD, R ZREM, M HSET if the number is above the field's, I an
+# applied id. 0: fenced, nothing applied.
+_COMMIT = """
+if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return 0 end
+if (redis.call('HGET', KEYS[2], ARGV[1]) or '0') ~= ARGV[3] then return 0 end
+local applied = nil
+for i = 7, #ARGV, 4 do
+  local op, k, a, b = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3]
+  if op == 'S' then redis.call('HSET', k, a, b)
+  elseif op == 'D' then redis.call('HDEL', k, a)
+  elseif op == 'Z' then redis.call('ZADD', k, b, a)
+  elseif op == 'R' then redis.call('ZREM', k, a)
+  elseif op == 'I' then redis.call('ZADD', k, ARGV[5], a); applied = k
+  elseif op == 'M' then
+    local cur = redis.call('HGET', k, a)
+    if (not cur) or tonumber(b) > tonumber(cur) then redis.call('HSET', k, a, b) end
+  end
+end
+if applied then redis.call('ZREMRANGEBYSCORE', applied, '-inf', ARGV[6]) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+redis.call('HSET', KEYS[2], ARGV[1], tonumber(ARGV[3]) + 1)
 return 1
 """
 
-WATERMARK_FIELD = "@"  # the partition's own watermark, kept beside its inputs
 
-
-def _dump(value: Any) -> bytes:
-    return orjson.dumps(value)
+class Fenced(RuntimeError):
+    """Another attempt committed this partition since this one opened: apply and emit
+    nothing more (the other's effects stand)."""
 
 
 def window_field(key: str, start: float | None) -> str:
     """A window's field in its group's hash: the key's sessions (``start`` None), or the
     window of ``key`` starting at ``start``."""
     return orjson.dumps([key] if start is None else [key, start]).decode()
+
+
+class _Args:
+    """A script's KEYS and ARGV, each key listed once."""
+
+    def __init__(self, *keys: str) -> None:
+        self.keys = list(keys)
+        self.index = {k: i + 1 for i, k in enumerate(keys)}
+        self.args: list[Any] = []
+
+    def ref(self, key: str) -> str:
+        if key not in self.index:
+            self.keys.append(key)
+            self.index[key] = len(self.keys)
+        return str(self.index[key])
 
 
 class PartitionStore:
@@ -64,60 +108,63 @@ class PartitionStore:
         self.r, self.keys, self.op, self.partition = redis, keys, operator, partition
         pipe = redis.pipeline(transaction=False)
         pipe.hget(keys.committed(operator), str(partition))
+        pipe.hget(keys.epochs(operator), str(partition))
         pipe.hgetall(keys.watermarks(operator, partition))
         pipe.hget(keys.handover(operator), str(partition))
-        committed, marks, handover = pipe.execute()
+        committed, epoch, marks, handover = pipe.execute()
         self.committed: int | None = int(committed) if committed is not None else None
+        self.epoch = int(epoch) if epoch is not None else 0
         # who committed the partition last, and when (read here: one round trip at open)
         self.handover: tuple[int, float] | None = None
         if handover is not None:
-            owner, at = (handover.decode() if isinstance(handover, bytes) else handover).split()
+            owner, at = text(handover).split()
             self.handover = (int(owner), float(at))
-        self.inputs: dict[str, tuple[float, float]] = {}
-        self.watermark: float | None = None
-        for k, v in marks.items():
-            name = k.decode() if isinstance(k, bytes) else str(k)
-            if name == WATERMARK_FIELD:
-                self.watermark = float(v)
-            else:
-                t, seen = orjson.loads(v)
-                self.inputs[name] = (float(t), float(seen))
+        self.watermark, self.marks = read_marks(marks)
         self._marks_dirty: set[str] = set()
         self._values: dict[tuple[str, int, str], Any] = {}  # (kind, group, field) -> value
         self._dirty: dict[tuple[str, int, str], Any] = {}
         self._ends: dict[tuple[int, str], float | None] = {}  # window end, None: removed
+        self._index: dict[tuple[int, str], float] | None = None  # open windows, read once
+        self._seen: dict[str, bool] = {}  # event id -> applied (before or in this task)
+        self._applied_now: list[str] = []
+        self._read = redis.register_script(_READ)
+        self._commit = redis.register_script(_COMMIT)
 
-    # -- values: per-key state ("s") and window accumulators ("w") ------------------------
+    # -- reads, fenced ----------------------------------------------------------------------
     def _hash(self, kind: str, group: int) -> str:
         if kind == "s":
             return self.keys.state(self.op, group)
         return self.keys.windows(self.op, group)
 
+    def _fetch(self, values: list[tuple[str, int, str]], ids: list[str]) -> None:
+        a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
+        args: list[Any] = [self.partition, "" if self.committed is None else self.committed]
+        args.append(self.epoch)
+        for kind, group, field in values:
+            args += ["H", a.ref(self._hash(kind, group)), field]
+        for event_id in ids:
+            args += ["Z", a.ref(self.keys.applied(self.op, self.partition)), event_id]
+        found = self._read(keys=a.keys, args=args)
+        if found == -1:
+            raise Fenced(f"{self.op}[{self.partition}] was committed by another attempt")
+        for k, raw in zip(values, found[: len(values)], strict=True):
+            self._values[k] = MISSING if raw is None else orjson.loads(raw)
+        for event_id, score in zip(ids, found[len(values) :], strict=True):
+            self._seen[event_id] = score is not None
+
     def get(self, kind: str, group: int, field: str) -> Any:
         k = (kind, group, field)
         if k not in self._values:
-            raw = self.r.hget(self._hash(kind, group), field)
-            self._values[k] = MISSING if raw is None else orjson.loads(raw)
+            self._fetch([k], [])
         return self._values[k]
 
-    def prefetch(self, wanted: list[tuple[str, int, str]]) -> None:
-        """Read what ``wanted`` (kind, group, field) names and the cache lacks in one round
-        trip (a task's events, read per event, cost a round trip each: 5 x the CPU per
-        event of the same operator unkeyed, ``benchmarks/bench_state.py``)."""
-        missing: dict[tuple[str, int], list[str]] = {}
-        for kind, group, field in wanted:
-            if (kind, group, field) not in self._values:
-                fields = missing.setdefault((kind, group), [])
-                if field not in fields:
-                    fields.append(field)
-        if not missing:
-            return
-        pipe = self.r.pipeline(transaction=False)
-        for (kind, group), fields in missing.items():
-            pipe.hmget(self._hash(kind, group), fields)
-        for ((kind, group), fields), values in zip(missing.items(), pipe.execute(), strict=True):
-            for field, raw in zip(fields, values, strict=True):
-                self._values[(kind, group, field)] = MISSING if raw is None else orjson.loads(raw)
+    def prefetch(self, wanted: list[tuple[str, int, str]], ids: Iterable[str] = ()) -> None:
+        """What ``wanted`` (kind, group, field) names and whether ``ids`` were applied,
+        for what the cache lacks, in one round trip."""
+        values = list(dict.fromkeys(k for k in wanted if k not in self._values))
+        unknown = list(dict.fromkeys(i for i in ids if i not in self._seen))
+        if values or unknown:
+            self._fetch(values, unknown)
 
     def put(self, kind: str, group: int, field: str, value: Any) -> None:
         self._values[(kind, group, field)] = value
@@ -127,19 +174,30 @@ class PartitionStore:
         self._values[(kind, group, field)] = MISSING
         self._dirty[(kind, group, field)] = _DELETED
 
-    # -- windows: which are open, by end --------------------------------------------------
+    # -- the ids applied --------------------------------------------------------------------
+    def applied(self, event_id: str) -> bool:
+        if event_id not in self._seen:
+            self._fetch([], [event_id])
+        return self._seen[event_id]
+
+    def mark_applied(self, event_id: str) -> None:
+        self._seen[event_id] = True
+        self._applied_now.append(event_id)
+
+    # -- windows: which are open, by end ----------------------------------------------------
     def set_end(self, group: int, field: str, end: float | None) -> None:
         """A window's end (None: it closed or merged away)."""
         self._ends[(group, field)] = end
 
     def due(self, until: float) -> list[tuple[int, str, float]]:
         """The open windows ending at or before ``until``, by end."""
-        out = {}
-        for member, end in self.r.zrangebyscore(
-            self.keys.window_ends(self.op, self.partition), "-inf", until, withscores=True
-        ):
-            group, field = orjson.loads(member)
-            out[(int(group), str(field))] = float(end)
+        if self._index is None:
+            self._index = {}
+            key = self.keys.window_ends(self.op, self.partition)
+            for member, end in self.r.zrange(key, 0, -1, withscores=True):
+                group, field = orjson.loads(member)
+                self._index[(int(group), str(field))] = float(end)
+        out = {k: e for k, e in self._index.items() if e <= until}
         for k, end in self._ends.items():
             if end is None or end > until:
                 out.pop(k, None)
@@ -147,60 +205,61 @@ class PartitionStore:
                 out[k] = end
         return sorted(((g, f, e) for (g, f), e in out.items()), key=lambda x: (x[2], x[0], x[1]))
 
-    # -- the watermark's inputs -----------------------------------------------------------
-    def see_input(self, name: str, event_time: float, wall: float) -> None:
-        latest = max(event_time, self.inputs.get(name, (event_time, 0.0))[0])
-        self.inputs[name] = (latest, wall)
-        self._marks_dirty.add(name)
-
-    def advance_watermark(self, value: float | None) -> float | None:
-        """The partition's watermark never goes back (a fired window stays fired)."""
-        if value is not None and (self.watermark is None or value > self.watermark):
-            self.watermark = value
-            self._marks_dirty.add(WATERMARK_FIELD)
-        return self.watermark
+    # -- watermarks -------------------------------------------------------------------------
+    def note_marks(
+        self, watermark: float | None, marks: dict[str, InputMark], changed: set[str]
+    ) -> None:
+        self.watermark, self.marks = watermark, marks
+        self._marks_dirty |= changed
 
     @property
     def dirty(self) -> bool:
         """Whether anything waits to be committed (a window fired without new events)."""
-        return bool(self._dirty or self._ends or self._marks_dirty)
+        return bool(self._dirty or self._ends or self._marks_dirty or self._applied_now)
 
-    # -- commit ---------------------------------------------------------------------------
+    # -- commit -----------------------------------------------------------------------------
     def commit(self, next_offset: int, owner: int) -> bool:
-        """Every buffered write and ``next_offset`` at once, if the partition is still at
-        the offset this store opened at; False: another task got there first (nothing
-        applied)."""
-        keys: list[str] = [self.keys.committed(self.op)]
-        index: dict[str, int] = {}
-
-        def ref(k: str) -> str:
-            if k not in index:
-                keys.append(k)
-                index[k] = len(keys)
-            return str(index[k])
-
+        """Every buffered write, the ids applied and ``next_offset`` at once, if the
+        partition is still at the offset and epoch this store opened at; False: another
+        attempt got there first (nothing applied)."""
+        a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
+        now = time.time()
         args: list[Any] = [self.partition, "" if self.committed is None else self.committed]
-        args.append(next_offset)
+        args += [self.epoch, next_offset, repr(now), repr(now - APPLIED_KEEP_S)]
         for (kind, group, field), value in self._dirty.items():
-            h = ref(self._hash(kind, group))
-            args += ["D", h, field, ""] if value is _DELETED else ["S", h, field, _dump(value)]
-        ends = ref(self.keys.window_ends(self.op, self.partition))
+            h = a.ref(self._hash(kind, group))
+            args += (
+                ["D", h, field, ""] if value is _DELETED else ["S", h, field, orjson.dumps(value)]
+            )
+        ends = a.ref(self.keys.window_ends(self.op, self.partition))
         for (group, field), end in self._ends.items():
             member = orjson.dumps([group, field])
             args += ["R", ends, member, ""] if end is None else ["Z", ends, member, end]
-        marks = ref(self.keys.watermarks(self.op, self.partition))
-        for name in sorted(self._marks_dirty):
-            value = self.watermark if name == WATERMARK_FIELD else list(self.inputs[name])
-            args += ["S", marks, name, _dump(value)]
-        hand = ref(self.keys.handover(self.op))
-        args += ["S", hand, str(self.partition), f"{owner} {time.time()!r}"]
-        done = int(self.r.eval(_COMMIT, len(keys), *keys, *args)) == 1
+        marks = a.ref(self.keys.watermarks(self.op, self.partition))
+        for op, field, value in marks_args(self.watermark, self.marks, self._marks_dirty):
+            args += [op, marks, field, value]
+        ids = a.ref(self.keys.applied(self.op, self.partition))
+        for event_id in self._applied_now:
+            args += ["I", ids, event_id, ""]
+        hand = a.ref(self.keys.handover(self.op))
+        args += ["S", hand, str(self.partition), f"{owner} {now!r}"]
+        done = int(self._commit(keys=a.keys, args=args)) == 1
         if done:
-            self.committed = next_offset
+            self.committed, self.epoch = next_offset, self.epoch + 1
+            self._apply_index()
             self._dirty.clear()
-            self._ends.clear()
             self._marks_dirty.clear()
+            self._applied_now.clear()
         return done
+
+    def _apply_index(self) -> None:
+        if self._index is not None:
+            for k, end in self._ends.items():
+                if end is None:
+                    self._index.pop(k, None)
+                else:
+                    self._index[k] = end
+        self._ends.clear()
 
 
 def state_bytes(redis: Any, keys: Keys, operator: str, groups: Iterable[int]) -> int:

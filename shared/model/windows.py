@@ -3,10 +3,8 @@
 An operator's ``window:`` is ``{tumbling_s: S}``, ``{hopping_s: S, slide_s: P}`` or
 ``{session_gap_s: G}``, with ``lateness_s`` (default 0). Windows are aligned to the
 epoch, [start, end) in the source's time unit (epoch seconds). A window closes when the
-operator's watermark passes its end plus the lateness; the watermark is the least, over
-the operator's inputs, of the latest event time each has delivered, an input silent for
-``idle_s`` left out (Flink's ``withIdleness``), so a lagging upstream replica holds
-windows open instead of making its events late, unless it is silent that long.
+operator's watermark reaches its end plus the lateness (``closed``); the watermark is
+declared by the operator's inputs (``shared.io.watermarks``).
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 KINDS = ("tumbling_s", "hopping_s", "session_gap_s")
-IDLE_S = 5.0  # the default silence after which an input holds no window open
+IDLE_S = 5.0  # the default time a source reader sits at its partition's end before idle
 
 
 class WindowError(ValueError):
@@ -99,11 +97,3 @@ def _clean(x: float) -> float:
     """Window bounds without float noise (0.1 * 3 = 0.30000000000000004)."""
     r = round(x, 9)
     return int(r) if r == int(r) else r
-
-
-def watermark(inputs: Mapping[str, tuple[float, float]], now: float, idle_s: float) -> float | None:
-    """The least latest event time over the inputs, each given as (latest event time,
-    wall time it last delivered); inputs silent for ``idle_s`` or more are left out.
-    None: no input has delivered anything (or every one is idle), nothing closes."""
-    live = [t for t, seen in inputs.values() if now - seen < idle_s]
-    return min(live) if live else None

@@ -3,12 +3,14 @@ user's tests (as Bytewax's ``run_main`` with testing sources and sinks) and ``el
 run-local`` / ``check``.
 
 Each payload enters at the source and goes through the DAG before the next one, each
-operator getting a real ``Context``: keyed operators their key's ``ctx.state`` and
-window operators their windows, kept in memory (``local_store``), closing as the
-watermark passes them and all at the end of the input (a bounded source's last
-watermark, as Flink's). An operator that raises dead-letters the event with the
-exception's reason (``on_error: fail``: the run stops with it), as the dataplane does.
-Event time is the source's ``time`` field; without one every event has the run's start.
+operator run by the dataplane's own per-event core (``engine``) on a partition kept in
+memory (``local_store``): keyed operators get their key's ``ctx.state``, window operators
+their windows. The source declares its watermark (the latest event time read) after each
+payload and, at the end of the input, +inf (a bounded source's last watermark, as
+Flink's), so every window closes; declarations flow down the DAG as they do live. An
+operator that raises dead-letters the event with the exception's reason (``on_error:
+fail``: the run stops with it), as the dataplane does. Event time is the source's
+``time`` field; without one every event has the run's start.
 """
 
 from __future__ import annotations
@@ -21,23 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared.io.watermarks import Declaration, Valve
 from shared.model import topology as topology_model
-from shared.model.keyed import key_group
 from shared.model.records import BadRecord
 from shared.model.topology import Topology
 from shared.pipeline.chain import open_runnable
+from shared.pipeline.engine import Emitted, Event, OperatorCore
 from shared.pipeline.failures import OperatorFailing, describe
 from shared.pipeline.local_store import MemoryStore
-from shared.pipeline.operators import Context, DiscardedWrites, Output, Runnable, normalise
+from shared.pipeline.operators import Context, DiscardedWrites
 from shared.pipeline.samples import record_bytes
-from shared.pipeline.stateful import (
-    Count,
-    KeyState,
-    Late,
-    WindowAggregator,
-    event_key,
-    open_aggregate,
-)
+from shared.pipeline.stateful import Late
 
 
 @dataclass(frozen=True)
@@ -54,7 +50,8 @@ class LocalRun:
     """What a run produced: ``outputs`` per sink topic, in order; ``dropped``: per sink
     without ``output:``, how many payloads it emitted to nowhere; ``late``: (operator,
     event id) of events whose windows had closed; ``state``: each keyed operator's
-    per-key ``ctx.state`` at the end; ``received``: events in, per operator."""
+    per-key ``ctx.state`` at the end; ``received``: events in, per operator;
+    ``repeats``: per keyed or window operator, events it had applied already (same id)."""
 
     outputs: dict[str, list[Any]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
@@ -63,14 +60,7 @@ class LocalRun:
     state: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: int = 0
     received: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Event:
-    id: str
-    payload: Any
-    evt: float
-    input: str  # the operator it came from ("source")
+    repeats: dict[str, int] = field(default_factory=dict)
 
 
 def run_local(
@@ -107,20 +97,21 @@ class _Runner:
         self.topo, self.redis = topo, redis
         self.now = time.time()
         self.result = LocalRun()
-        self.queue: deque[tuple[str, _Event]] = deque()
+        self.queue: deque[tuple[str, Event]] = deque()
         self.ctx: dict[str, Context] = {}
-        self.code: dict[str, Runnable] = {}
-        self.windows: dict[str, WindowAggregator] = {}
-        self.stores = {op.name: MemoryStore() for op in topo.operators if op.stateful}
+        self.cores: dict[str, OperatorCore] = {}
+        self.stores = {name: MemoryStore() for name in topo.order}
+        self.valves: dict[str, Valve] = {}
+        self.declared: dict[str, Declaration] = {}
+        self.source_wm: float | None = None
         for name in topo.order:
-            op = topo[name]
             writes = redis.pipeline(transaction=False) if redis is not None else DiscardedWrites()
             self.ctx[name] = ctx = Context(name, redis, prefix, writes)
-            if op.window is not None:
-                agg = open_aggregate(op.code, name) if op.code else Count()
-                self.windows[name] = WindowAggregator(op, agg, idle_s=math.inf)
-            else:
-                self.code[name] = open_runnable(topo, name, ctx)
+            core = OperatorCore(topo, name, open_runnable(topo, name, ctx))
+            self.cores[name] = core
+            # one partition per operator, one reader of one source partition
+            core.senders = {k: 1 for k in core.senders}
+            self.valves[name] = core.valve(self.stores[name])
 
     def feed(self, k: int, payload: Any) -> None:
         """One payload as the ingress reads its record (``SourceSpec.event``): its id and
@@ -133,36 +124,56 @@ class _Runner:
             self.result.dead_letters.append(DeadLetter("source", f"local/{k}", str(exc), payload))
             return
         event_id = env.id if src.id != "offset" else f"local/{k}"
-        ev = _Event(event_id, env.payload, env.event_time, "source")
+        ev = Event(event_id, env.payload, env.event_time)
         for e in self.topo.successors["source"]:
             self.queue.append((e.dst, ev))
         self._drain()
+        if self.source_wm is None or ev.evt > self.source_wm:
+            self.source_wm = ev.evt
+            self._from_source(Declaration("source", 0, 1, ev.evt))
 
     def finish(self) -> None:
-        """The end of the input: every window closes, in topological order."""
-        for name in self.topo.order:
-            if name in self.windows:
-                store = self.stores[name]
-                store.inputs = {i: (math.inf, self.now) for i in store.inputs}
-                self._fire(name)
-                self._drain()
+        """The end of the input: the source's last watermark closes every window."""
+        self._from_source(Declaration("source", 0, 1, math.inf, idle=True))
+
+    def _from_source(self, d: Declaration) -> None:
+        for e in self.topo.successors["source"]:
+            self._declare(e.dst, d)
+
+    def _declare(self, name: str, d: Declaration) -> None:
+        """A declaration into ``name``: the windows it closes go on first, then the
+        operator's own declaration, if it changed, to its successors."""
+        core, valve = self.cores[name], self.valves[name]
+        for res in core.declare(valve, d, self.stores[name]):
+            window = Event(res.id, res.payload, res.event_time)
+            self._route(name, [(None, res.id, res.payload)], window)
+            self._drain()
+        mine = core.declaration(0, valve)
+        if mine != self.declared.get(name):
+            self.declared[name] = mine
+            for s in core.successors:
+                self._declare(s, mine)
 
     def close(self) -> None:
-        for inst in self.code.values():
-            inst.close()
-        self.result.state = {n: s.state() for n, s in self.stores.items() if n not in self.windows}
+        for core in self.cores.values():
+            core.impl.close()
+        self.result.state = {
+            n: self.stores[n].state() for n, c in self.cores.items() if c.op.key and not c.window
+        }
 
     def _drain(self) -> None:
         while self.queue:
             name, ev = self.queue.popleft()
             self._deliver(name, ev)
 
-    def _deliver(self, name: str, ev: _Event) -> None:
-        op, ctx = self.topo[name], self.ctx[name]
-        ctx.event_id = ev.id
+    def _deliver(self, name: str, ev: Event) -> None:
+        core, ctx, store = self.cores[name], self.ctx[name], self.stores[name]
         self.result.received[name] = self.result.received.get(name, 0) + 1
+        if core.repeat(ev, store):
+            self.result.repeats[name] = self.result.repeats.get(name, 0) + 1
+            return
         try:
-            result = self._process(name, ev, ctx)
+            out = core.apply(ev, ctx, store)
             if ctx.writes is not None and len(ctx.writes):
                 ctx.writes.execute()
         except Late:
@@ -170,42 +181,22 @@ class _Runner:
             return
         except Exception as exc:  # the user's code (or its return value) raised
             failure = describe(exc)
-            if op.on_error == "fail":
+            if core.op.on_error == "fail":
                 raise OperatorFailing(
                     f"operator {name!r} raised {failure.reason} (on_error: fail)"
                 ) from exc
             letter = DeadLetter(name, ev.id, failure.reason, ev.payload, failure.frames)
             self.result.dead_letters.append(letter)
             return
-        self._route(name, ev, result)
-        if name in self.windows:
-            self._fire(name)
+        self._route(name, out, ev)
 
-    def _process(self, name: str, ev: _Event, ctx: Context) -> Output:
-        op = self.topo[name]
-        if name in self.windows:
-            self.windows[name].add(self.stores[name], ev.payload, ev.evt, ev.input, self.now)
-            return []
-        if op.key:
-            ctx.key = event_key(op, ev.payload)
-            group = key_group(ctx.key, op.key_groups)
-            ctx.state = KeyState(self.stores[name], group, ctx.key)
-        successors = tuple(e.dst for e in self.topo.successors[name])
-        return normalise(self.code[name].process(ev.payload, ctx), name, successors)
-
-    def _fire(self, name: str) -> None:
-        for res in self.windows[name].fire(self.stores[name], self.now):
-            window = _Event(res.id, res.payload, float(res.end), name)
-            self._route(name, window, [(None, res.payload)])
-
-    def _route(self, name: str, ev: _Event, result: Output) -> None:
-        successors = [e.dst for e in self.topo.successors[name]]
-        for dst, payload in result:
-            out = _Event(ev.id, payload, ev.evt, name)
+    def _route(self, name: str, out: list[Emitted], ev: Event) -> None:
+        successors = self.cores[name].successors
+        for dst, out_id, payload in out:
             if not successors:
                 self._emit(name, payload)
             for target in [dst] if dst is not None else successors:
-                self.queue.append((target, out))
+                self.queue.append((target, Event(out_id, payload, ev.evt)))
 
     def _emit(self, sink: str, payload: Any) -> None:
         topic = self.topo[sink].output

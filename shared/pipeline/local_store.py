@@ -1,28 +1,33 @@
 """One partition's keyed state in this process's memory: what ``shared.io.state_store``'s
-``PartitionStore`` keeps in Redis, for the in-process runner (``local_run``). Same
-methods, no commit: an in-process run has no crash to be exactly-once across."""
+``PartitionStore`` keeps in Redis, for the in-process runner (``local_run``) and the
+engine's unit tests. Same methods; ``commit`` keeps what was applied (no other attempt can
+overtake one in a process)."""
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from typing import Any
 
 from shared.io.state_store import MISSING
+from shared.io.watermarks import InputMark
 
 
 class MemoryStore:
     def __init__(self) -> None:
-        self.inputs: dict[str, tuple[float, float]] = {}
         self.watermark: float | None = None
+        self.marks: dict[str, InputMark] = {}
+        self.committed: int | None = None
         self._values: dict[tuple[str, int, str], Any] = {}
         self._ends: dict[tuple[int, str], float] = {}
         # windows by end, oldest first; an entry whose end changed since is skipped
         self._by_end: list[tuple[float, int, str]] = []
+        self._applied: set[str] = set()
 
     def get(self, kind: str, group: int, field: str) -> Any:
         return self._values.get((kind, group, field), MISSING)
 
-    def prefetch(self, wanted: list[tuple[str, int, str]]) -> None:
+    def prefetch(self, wanted: list[tuple[str, int, str]], ids: Iterable[str] = ()) -> None:
         pass
 
     def put(self, kind: str, group: int, field: str, value: Any) -> None:
@@ -30,6 +35,12 @@ class MemoryStore:
 
     def delete(self, kind: str, group: int, field: str) -> None:
         self._values.pop((kind, group, field), None)
+
+    def applied(self, event_id: str) -> bool:
+        return event_id in self._applied
+
+    def mark_applied(self, event_id: str) -> None:
+        self._applied.add(event_id)
 
     def set_end(self, group: int, field: str, end: float | None) -> None:
         if end is None:
@@ -48,15 +59,15 @@ class MemoryStore:
                 out.append((group, field, end))
         return out
 
-    def see_input(self, name: str, event_time: float, wall: float) -> None:
-        latest = max(event_time, self.inputs.get(name, (event_time, 0.0))[0])
-        self.inputs[name] = (latest, wall)
-
-    def advance_watermark(self, value: float | None) -> float | None:
-        if value is not None and (self.watermark is None or value > self.watermark):
-            self.watermark = value
-        return self.watermark
+    def note_marks(
+        self, watermark: float | None, marks: dict[str, InputMark], changed: set[str]
+    ) -> None:
+        self.watermark, self.marks = watermark, marks
 
     def state(self) -> dict[str, Any]:
         """Every key's ``ctx.state`` (a keyed operator's), for a test to look at."""
         return {field: v for (kind, _, field), v in self._values.items() if kind == "s"}
+
+    def open_windows(self) -> int:
+        """How many windows hold an accumulator (closed ones are gone once fired)."""
+        return sum(1 for (kind, _, _) in self._values if kind == "w")

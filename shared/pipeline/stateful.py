@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,7 +23,6 @@ from shared.io.state_store import MISSING, window_field
 from shared.model.keyed import key_group
 from shared.model.records import lookup_first
 from shared.model.topology import Operator
-from shared.model.windows import watermark
 from shared.pipeline.operators import OperatorLoadError, resolve
 
 
@@ -31,33 +30,42 @@ class Store(Protocol):
     """A partition's state as keyed and window operators use it: ``PartitionStore`` in
     Redis, ``shared.pipeline.local_store.MemoryStore`` in one process."""
 
-    inputs: dict[str, tuple[float, float]]
     watermark: float | None
 
     def get(self, kind: str, group: int, field: str) -> Any: ...
+    def prefetch(self, wanted: list[tuple[str, int, str]], ids: Iterable[str] = ()) -> None: ...
     def put(self, kind: str, group: int, field: str, value: Any) -> None: ...
     def delete(self, kind: str, group: int, field: str) -> None: ...
     def set_end(self, group: int, field: str, end: float | None) -> None: ...
     def due(self, until: float) -> list[tuple[int, str, float]]: ...
-    def see_input(self, name: str, event_time: float, wall: float) -> None: ...
-    def advance_watermark(self, value: float | None) -> float | None: ...
+    def applied(self, event_id: str) -> bool: ...
+    def mark_applied(self, event_id: str) -> None: ...
 
 
 class KeyState(MutableMapping[str, Any]):
-    """``ctx.state``: one key's state, a mapping of JSON-serialisable values."""
+    """``ctx.state``: one key's state, a mapping of JSON-serialisable values. Changes
+    reach the store only when the operator returns (``save``): an event whose operator
+    raises leaves no write behind."""
 
     def __init__(self, store: Store, group: int, key: str) -> None:
         self._store, self._group, self._key = store, group, key
         found = store.get("s", group, key)
-        self._data: dict[str, Any] = dict(found) if found is not MISSING else {}
+        # a copy: the operator may change nested values in place before it raises
+        self._data: dict[str, Any] = (
+            orjson.loads(orjson.dumps(found)) if found is not MISSING else {}
+        )
+        self._changed = False
 
-    def _save(self) -> None:
+    def save(self) -> None:
+        if not self._changed:
+            return
         if self._data:
             self._store.put("s", self._group, self._key, self._data)
         else:
             self._store.delete("s", self._group, self._key)
 
     def __getitem__(self, name: str) -> Any:
+        self._changed = True  # the value may be changed in place
         return self._data[name]
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -66,11 +74,11 @@ class KeyState(MutableMapping[str, Any]):
         except TypeError as exc:
             raise TypeError(f"ctx.state[{name!r}]: not JSON-serialisable ({exc})") from None
         self._data[name] = value
-        self._save()
+        self._changed = True
 
     def __delitem__(self, name: str) -> None:
         del self._data[name]
-        self._save()
+        self._changed = True
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -167,36 +175,49 @@ class WindowResult:
     end: float
     payload: dict[str, Any]
 
+    @property
+    def event_time(self) -> float:
+        """The result's own event time: its window's last instant (Flink's
+        ``window.maxTimestamp()``), so a next window stage of the same size places it in
+        the same window, not the one after."""
+        return max_timestamp(self.end)
+
+
+def max_timestamp(end: float) -> float:
+    return end - 0.001
+
 
 class WindowAggregator:
     """A window operator's per-event step and its firing, on one partition's store."""
 
-    def __init__(self, op: Operator, aggregate: Any, idle_s: float) -> None:
+    def __init__(self, op: Operator, aggregate: Any) -> None:
         assert op.window is not None
-        self.op, self.spec, self.agg, self.idle_s = op, op.window, aggregate, idle_s
+        self.op, self.spec, self.agg = op, op.window, aggregate
         if self.spec.kind == "session" and not callable(getattr(aggregate, "merge", None)):
             raise OperatorLoadError(
                 f"operator {op.name!r}: a session window's aggregate needs merge(a, b)"
             )
 
-    def add(self, store: Store, payload: Any, t: float, source: str, now: float) -> None:
-        """Add one event (event time ``t``, from input ``source``) to its windows."""
+    def add(self, store: Store, payload: Any, t: float) -> None:
+        """Add one event (event time ``t``) to its windows; all or nothing if the
+        aggregate raises."""
         key = event_key(self.op, payload)
         g = key_group(key, self.op.key_groups)
-        store.see_input(source, t, now)
         if self.spec.kind == "session":
             self._add_session(store, g, key, payload, t)
             return
         wm = store.watermark
         open_windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
         if not open_windows:
-            raise Late(
-                f"event time {t} is behind the watermark {store.watermark}: its windows closed"
-            )
+            raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
+        updates = []
         for start, end in open_windows:
             field = window_field(key, start)
             acc = store.get("w", g, field)
-            acc = self.agg.add(self.agg.initial() if acc is MISSING else acc, payload)
+            updates.append(
+                (field, end, self.agg.add(self.agg.initial() if acc is MISSING else acc, payload))
+            )
+        for field, end, acc in updates:
             store.put("w", g, field, acc)
             store.set_end(g, field, end)
 
@@ -205,10 +226,10 @@ class WindowAggregator:
         sessions = store.get("w", g, window_field(key, None))
         sessions = [] if sessions is MISSING else [list(s) for s in sessions]
         start, end, acc = t, t + gap, self.agg.add(self.agg.initial(), payload)
-        keep = []
+        keep, merged = [], []
         for s_start, s_end, s_acc in sessions:
             if s_start < end and start < s_end:  # overlapping: merge into one session
-                store.set_end(g, window_field(key, s_start), None)
+                merged.append(s_start)
                 start, end = min(start, s_start), max(end, s_end)
                 acc = self.agg.merge(s_acc, acc)
             else:
@@ -217,25 +238,37 @@ class WindowAggregator:
             raise Late(
                 f"event time {t} is behind the watermark {store.watermark}: its windows closed"
             )
+        for s_start in merged:
+            store.set_end(g, window_field(key, s_start), None)
         keep.append([start, end, acc])
         store.put("w", g, window_field(key, None), sorted(keep))
         store.set_end(g, window_field(key, start), end)
 
-    def fire(self, store: Store, now: float) -> list[WindowResult]:
-        """Every window the partition's watermark has closed, removed from its state."""
-        w = store.advance_watermark(watermark(store.inputs, now, self.idle_s))
-        if w is None:
+    def fire(self, store: Store, watermark: float | None) -> list[WindowResult]:
+        """Every window ``watermark`` closes (end + lateness at or below it), removed
+        from the partition's state; their accumulators read in one round trip."""
+        if watermark is None:
             return []
+        due = store.due(watermark - self.spec.lateness_s)
+        if not due:
+            return []
+        wanted = []
+        for g, field, _ in due:
+            key, start = orjson.loads(field)
+            wanted.append(
+                ("w", g, field if self.spec.kind != "session" else window_field(key, None))
+            )
+        store.prefetch(wanted)
         out = []
-        for g, field, end in store.due(w - self.spec.lateness_s):
+        for g, field, end in due:
             key, start = orjson.loads(field)
             acc = self._take(store, g, key, start, field)
             store.set_end(g, field, None)
             if acc is MISSING:
                 continue
             value = self.agg.result(acc) if callable(getattr(self.agg, "result", None)) else acc
-            body = {"key": key, "start": start, "end": end, "value": value}
-            out.append(WindowResult(f"{key}@{start}", end, body))
+            body = {"key": key, "start": float(start), "end": float(end), "value": value}
+            out.append(WindowResult(f"{key}@{start}", float(end), body))
         return out
 
     def _take(self, store: Store, g: int, key: str, start: float, field: str) -> Any:

@@ -1,13 +1,15 @@
 """Keyed state over a real redis-server: state and the offset it reflects commit together,
 a crash between two commits replays without a second effect, a retried task's commit is
-fenced, windows fire once, and a late event is told apart."""
+fenced (by offset and epoch), a zombie reads nothing newer than it opened at, an event
+applied once is known when it arrives again, watermarks never go back, windows fire once
+(their accumulators read in one round trip), and a late event is told apart."""
 
 from __future__ import annotations
 
 import pytest
 
 from shared.io.knowledge_base import Keys
-from shared.io.state_store import PartitionStore
+from shared.io.state_store import Fenced, PartitionStore
 from shared.model import topology
 from shared.model.keyed import key_group
 from shared.pipeline.stateful import Count, KeyState, Late, WindowAggregator
@@ -19,12 +21,13 @@ def _aggregator(name: str, window: dict) -> WindowAggregator:
     """A window operator keyed by ``k`` counting its events (no code)."""
     op = {"name": name, "et_ms": 1, "key": "field:k", "window": window}
     topo = topology.from_dict({"operators": [op], "edges": [{"from": "source", "to": name}]})
-    return WindowAggregator(topo[name], Count(), idle_s=60.0)
+    return WindowAggregator(topo[name], Count())
 
 
 def _add(store: PartitionStore, key: str, amount: int) -> int:
     state = KeyState(store, key_group(key, 128), key)
     state["total"] = state.get("total", 0) + amount
+    state.save()
     return int(state["total"])
 
 
@@ -51,25 +54,27 @@ def test_state_and_offset_commit_together_and_a_crash_replays_once(redis_client)
 
 
 def test_a_tumbling_count_fires_each_window_once_and_refuses_a_late_event(redis_client):
-    """Input a delivers event times 1, 4, 12 (windows [0, 10) and [10, 20)); the
-    watermark is a's latest time, 12: [0, 10) closes with 2 events, [10, 20) stays open;
-    then an event at 8 is late; at 25 the second window closes with 1."""
+    """Event times 1, 4, 12 (windows [0, 10) and [10, 20)); the watermark 12 closes
+    [0, 10) with 2 events, [10, 20) stays open; then an event at 8 is late; the watermark
+    25 closes the second window with 1."""
     agg = _aggregator("count", {"tumbling_s": 10})
     store = PartitionStore(redis_client, Keys("win1"), "count", 0)
     for t in (1.0, 4.0, 12.0):
-        agg.add(store, {"k": "x"}, t, "source/0", now=100.0)
-    fired = agg.fire(store, now=100.0)
+        agg.add(store, {"k": "x"}, t)
+    store.watermark = 12.0
+    fired = agg.fire(store, 12.0)
     assert [(r.id, r.payload) for r in fired] == [
-        ("x@0", {"key": "x", "start": 0, "end": 10, "value": 2})
+        ("x@0", {"key": "x", "start": 0.0, "end": 10.0, "value": 2})
     ]
     assert store.commit(3, owner=0)
     again = PartitionStore(redis_client, Keys("win1"), "count", 0)
-    assert agg.fire(again, now=100.0) == []  # fired and committed: never again
+    assert again.watermark == 12.0
+    assert agg.fire(again, 12.0) == []  # fired and committed: never again
     with pytest.raises(Late):
-        agg.add(again, {"k": "x"}, 8.0, "source/0", now=101.0)
-    agg.add(again, {"k": "x"}, 25.0, "source/0", now=101.0)
-    assert [r.payload["value"] for r in agg.fire(again, now=101.0)] == [1]
-    assert [r.id for r in agg.fire(again, now=101.0)] == []
+        agg.add(again, {"k": "x"}, 8.0)
+    agg.add(again, {"k": "x"}, 25.0)
+    assert [r.payload["value"] for r in agg.fire(again, 25.0)] == [1]
+    assert [r.id for r in agg.fire(again, 25.0)] == []
 
 
 def test_sessions_merge_and_close_after_the_gap(redis_client):
@@ -78,7 +83,75 @@ def test_sessions_merge_and_close_after_the_gap(redis_client):
     agg = _aggregator("s", {"session_gap_s": 5})
     store = PartitionStore(redis_client, Keys("sess1"), "s", 0)
     for t in (0.0, 3.0, 20.0):
-        agg.add(store, {"k": "u"}, t, "source/0", now=50.0)
-    assert [r.payload for r in agg.fire(store, now=50.0)] == [
+        agg.add(store, {"k": "u"}, t)
+    assert [r.payload for r in agg.fire(store, 20.0)] == [
         {"key": "u", "start": 0.0, "end": 8.0, "value": 2}
     ]
+
+
+def test_two_attempts_at_one_offset_commit_once(redis_client):
+    """Neither attempt moves the offset (they only advance the watermark): the epoch
+    fences the second, and the stored watermark does not go back."""
+    keys = Keys("fence2")
+    first = PartitionStore(redis_client, keys, "w", 0)
+    assert first.commit(0, owner=0)  # the partition's first commit: offset 0, epoch 1
+    a = PartitionStore(redis_client, keys, "w", 0)
+    b = PartitionStore(redis_client, keys, "w", 0)
+    a.note_marks(30.0, {}, set())
+    b.note_marks(20.0, {}, set())
+    assert a.commit(0, owner=0)
+    assert not b.commit(0, owner=1)
+    assert PartitionStore(redis_client, keys, "w", 0).watermark == 30.0
+
+
+def test_a_zombie_reads_nothing_the_winner_committed(redis_client):
+    """Both open at offset 2 with alice at 12; the winner commits 17; the zombie's read of
+    alice (lazy, after that commit) is fenced, so it cannot emit a total of 17 + 5."""
+    keys = Keys("zombie1")
+    seed = PartitionStore(redis_client, keys, "total", 0)
+    _add(seed, "alice", 12)
+    assert seed.commit(2, owner=0)
+    winner = PartitionStore(redis_client, keys, "total", 0)
+    zombie = PartitionStore(redis_client, keys, "total", 0)
+    assert _add(winner, "alice", 5) == 17
+    assert winner.commit(3, owner=0)
+    with pytest.raises(Fenced):
+        _add(zombie, "alice", 5)
+
+
+def test_an_applied_id_is_known_when_it_comes_again(redis_client):
+    keys = Keys("ids1")
+    store = PartitionStore(redis_client, keys, "total", 0)
+    assert not store.applied("e1")
+    _add(store, "alice", 5)
+    store.mark_applied("e1")
+    assert store.commit(1, owner=0)
+    later = PartitionStore(redis_client, keys, "total", 0)
+    later.prefetch([], ["e1", "e2"])
+    assert later.applied("e1") and not later.applied("e2")
+
+
+def test_closing_windows_reads_their_accumulators_in_one_round_trip(redis_client):
+    """400 keys' windows [0, 10) committed; closing them costs one script call for the
+    accumulators (and one ZRANGE for the index), not one HGET each."""
+    agg = _aggregator("many", {"tumbling_s": 10})
+    keys = Keys("many1")
+    store = PartitionStore(redis_client, keys, "many", 0)
+    for k in range(400):
+        agg.add(store, {"k": f"k{k}"}, 5.0)
+    assert store.commit(400, owner=0)
+    closing = PartitionStore(redis_client, keys, "many", 0)
+    sent: list[str] = []
+    real = redis_client.execute_command
+
+    def counted(*args, **kwargs):
+        sent.append(str(args[0]))
+        return real(*args, **kwargs)
+
+    redis_client.execute_command = counted
+    try:
+        fired = agg.fire(closing, 10.0)
+    finally:
+        redis_client.execute_command = real
+    assert len(fired) == 400 and {r.payload["value"] for r in fired} == {1}
+    assert sorted(sent) == ["EVALSHA", "ZRANGE"]  # the index, then every accumulator

@@ -7,7 +7,7 @@ import pytest
 
 from shared.model import keyed, topology
 from shared.model.topology import TopologyError
-from shared.model.windows import WindowError, WindowSpec, watermark
+from shared.model.windows import WindowError, WindowSpec
 
 pytestmark = pytest.mark.unit
 
@@ -46,16 +46,6 @@ def test_a_window_closes_when_the_watermark_passes_its_end_plus_the_lateness():
     assert not tumbling.closed(30, 29.9) and tumbling.closed(30, 30)
     late_ok = WindowSpec.parse({"tumbling_s": 10, "lateness_s": 5})
     assert not late_ok.closed(30, 34) and late_ok.closed(30, 35)
-
-
-def test_the_watermark_is_the_lagging_input_and_an_idle_one_holds_nothing():
-    """a at 100 (seen 6 s ago), b lagging at 90 (seen 1 s ago), c at 10 silent for 16 s
-    with idle_s 10: the watermark is b's 90."""
-    inputs = {"a": (100.0, 50.0), "b": (90.0, 55.0), "c": (10.0, 40.0)}
-    assert watermark(inputs, now=56.0, idle_s=10.0) == 90.0
-    assert watermark(inputs, now=56.0, idle_s=20.0) == 10.0  # c not idle yet: it holds
-    assert watermark(inputs, now=100.0, idle_s=10.0) is None  # all idle
-    assert watermark({}, now=0.0, idle_s=10.0) is None
 
 
 @pytest.mark.parametrize(

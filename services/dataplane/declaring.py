@@ -1,0 +1,60 @@
+"""A replica slot's part in the watermark protocol (``shared.io.watermarks``): the
+partition's valve, fed by the declarations read from its partition, and its own
+declaration sent to every partition of every successor, in line with its events (the
+same producer, after the outputs it follows)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from shared.io.marks import marks_args, merge_marks, read_marks
+from shared.io.watermarks import Declaration, InputMark
+
+DECLARE_EVERY_S = 0.1  # the most often a slot declares a changed watermark mid-task
+
+
+class Marks:
+    """A stateless partition's watermark and inputs' marks (a keyed one's live in its
+    ``PartitionStore``), read at the slot's first declaration, merged back at publish."""
+
+    def __init__(self, redis: Any, key: str) -> None:
+        self.key = key
+        self.watermark, self.marks = read_marks(redis.hgetall(key))
+        self.changed: set[str] = set()
+
+    def note_marks(
+        self, watermark: float | None, marks: dict[str, InputMark], changed: set[str]
+    ) -> None:
+        self.watermark, self.marks = watermark, marks
+        self.changed |= changed
+
+    def write(self, redis: Any, pipe: Any) -> None:
+        merge_marks(redis, pipe, self.key, marks_args(self.watermark, self.marks, self.changed))
+        self.changed.clear()
+
+
+class Declarer:
+    """Sends a slot's declaration when it changed: at most every ``DECLARE_EVERY_S``
+    while the task serves, and at its end."""
+
+    def __init__(self, producer: Any, targets: list[tuple[str, int]], last: Declaration) -> None:
+        self.producer, self.targets, self.last = producer, targets, last
+        self.sent_at = float("-inf")
+        self.pending: Declaration | None = None
+
+    def offer(self, d: Declaration, force: bool = False) -> None:
+        if d == self.last:
+            self.pending = None
+            return
+        self.pending = d
+        now = time.monotonic()
+        if force or now - self.sent_at >= DECLARE_EVERY_S:
+            body = d.encode()
+            for topic, partition in self.targets:
+                self.producer.produce(topic, body, partition=partition)
+            self.last, self.pending, self.sent_at = d, None, now
+
+    def flush(self) -> None:
+        if self.pending is not None:
+            self.offer(self.pending, force=True)

@@ -1,0 +1,124 @@
+"""The per-event engine, written once: what one operator does with an event or a
+watermark declaration on one partition, behind small ports (a ``Store`` for keyed state,
+windows, the ids applied and the watermarks; the caller emits what it returns).
+
+The Spark dataplane (``services.dataplane.steps``), the in-process runner
+(``local_run``) and ``check`` drive this core; in-memory ports make it testable without
+servers (``tests/unit/test_engine.py``), as bytewax's ``testing`` and arroyo's strategies
+are. Its promises:
+
+* an event's outputs carry distinct deterministic ids: the first its own, the k-th
+  ``<id>/k``, so dropping repeats by id never drops a distinct output;
+* a keyed or window partition applies an event once: an id it applied is skipped, at
+  whatever offset the repeat arrives (retry, zombie, an upstream replay);
+* an operator that raises leaves no state write behind (its ``ctx.state`` changes are
+  saved only when it returns; a window's accumulators all or none);
+* windows fire when the partition's watermark, combined from its inputs' declarations
+  (``shared.io.watermarks``), reaches their end plus lateness, at that declaration's
+  place in the partition's log: a retry reading the same log fires the same windows with
+  the same values, whatever the wall clock says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.io.watermarks import Declaration, Valve
+from shared.model.keyed import key_group
+from shared.model.topology import Topology
+from shared.pipeline.operators import Context, Output, Runnable, normalise
+from shared.pipeline.stateful import (
+    AggregateOperator,
+    KeyState,
+    Store,
+    WindowAggregator,
+    WindowResult,
+    event_key,
+)
+
+Emitted = tuple[str | None, str, Any]  # (successor, None: every one; output id; payload)
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    payload: Any
+    evt: float  # its event time
+
+
+def with_ids(event_id: str, result: Output) -> list[Emitted]:
+    """An event's outputs with their ids: the first its own, the k-th ``<id>/k``."""
+    return [
+        (dst, event_id if k == 0 else f"{event_id}/{k}", payload)
+        for k, (dst, payload) in enumerate(result)
+    ]
+
+
+def senders(topo: Topology, name: str) -> dict[str, int | None]:
+    """Who sends to ``name``'s partitions: each predecessor's pool (the source's
+    partition count is learnt from its readers' declarations)."""
+    out: dict[str, int | None] = {}
+    for e in topo.predecessors[name]:
+        out[e.src] = None if e.src == "source" else int(topo[e.src].max_replicas)
+    return out
+
+
+class OperatorCore:
+    """One operator's per-event step and its watermark handling."""
+
+    def __init__(self, topo: Topology, name: str, impl: Runnable) -> None:
+        self.topo, self.name, self.op = topo, name, topo[name]
+        self.impl = impl
+        self.successors = tuple(e.dst for e in topo.successors[name])
+        self.window: WindowAggregator | None = None
+        if self.op.window is not None:
+            assert isinstance(impl, AggregateOperator)
+            self.window = WindowAggregator(self.op, impl.aggregate)
+        self.senders = senders(topo, name)
+
+    @property
+    def stateful(self) -> bool:
+        return bool(self.op.stateful)
+
+    def repeat(self, ev: Event, store: Store | None) -> bool:
+        """An event this partition already applied (it arrived again)."""
+        return store is not None and self.stateful and store.applied(ev.id)
+
+    def apply(self, ev: Event, ctx: Context, store: Store | None) -> list[Emitted]:
+        """The operator on one event. Raises ``Late`` or ``NoKey`` (the event's fate) or
+        whatever the user's code raised, with nothing written."""
+        ctx.event_id = ev.id
+        if self.window is not None:
+            assert store is not None
+            self.window.add(store, ev.payload, ev.evt)
+            store.mark_applied(ev.id)
+            return []
+        if self.op.key:
+            assert store is not None
+            ctx.key = event_key(self.op, ev.payload)
+            state = KeyState(store, key_group(ctx.key, self.op.key_groups), ctx.key)
+            ctx.state = state
+            result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
+            state.save()
+            store.mark_applied(ev.id)
+        else:
+            result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
+        return with_ids(ev.id, result)
+
+    def valve(self, store: Any) -> Valve:
+        """The partition's valve, from what its store holds."""
+        return Valve(self.senders, store.marks, store.watermark)
+
+    def declare(self, valve: Valve, d: Declaration, store: Any) -> list[WindowResult]:
+        """One declaration into the partition: the windows it closes, in order."""
+        advanced = valve.declare(d)
+        store.note_marks(valve.current, valve.marks, set(valve.changed))
+        valve.changed.clear()
+        if advanced and self.window is not None:
+            return self.window.fire(store, valve.current)
+        return []
+
+    def declaration(self, part: int, valve: Valve) -> Declaration:
+        """What this partition declares to its successors."""
+        return Declaration(self.name, part, int(self.op.max_replicas), valve.current, valve.idle)

@@ -1,0 +1,23 @@
+"""Operators the engine's tests run: a keyed running sum of window results, one that
+writes its state and then raises, and one that emits two outputs per event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sum_values(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    ctx.state["sum"] = ctx.state.get("sum", 0) + ev["value"]
+    return [(None, {"key": ev["key"], "sum": ctx.state["sum"]})]
+
+
+def write_then_raise(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    ctx.state["total"] = ctx.state.get("total", 0) + ev["v"]
+    ctx.state.setdefault("seen", []).append(ev["v"])
+    if ev["v"] > 50:
+        raise ValueError(f"v {ev['v']} is too large")
+    return [(None, {"k": ev["k"], "total": ctx.state["total"]})]
+
+
+def split(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    return [(None, {**ev, "half": 1}), (None, {**ev, "half": 2})]
