@@ -11,7 +11,7 @@ from typing import Any
 from shared.io.marks import marks_args, merge_marks, read_marks
 from shared.io.watermarks import Declaration, InputMark
 
-DECLARE_EVERY_S = 0.1  # the most often a slot declares a changed watermark mid-task
+DECLARE_EVERY_S = 0.2  # the most often a slot declares a changed watermark mid-task
 
 
 class Marks:

@@ -1,19 +1,35 @@
-"""The data source's options as one typed object: the driver builds it from the
-dataplane's settings and the resolved topology, Spark carries it to every task as one
-JSON string option (Spark's data source options are strings), and the tasks read it back
-with the same types and defaults, never parsing strings of their own."""
+"""The data source's options: a view of the dataplane's settings (``DataplaneSettings``,
+declared once, with their descriptions, in ``shared.settings``) plus the few things that
+are the query's own. Spark carries them to every task as one JSON string option (its data
+source options are strings), and the tasks read them back with the same types."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from shared.model.windows import IDLE_S
-from shared.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
+from shared.settings import CostMode, DataplaneSettings
 
-CostMode = Literal["none", "wait", "cpu"]
+__all__ = ["CostMode", "ResolvedSettings", "SourceOptions"]
+
+
+class ResolvedSettings(DataplaneSettings):
+    """The settings as the driver resolved them, read back from the options alone: an
+    executor's own environment (another machine's SPS_* variables) plays no part."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
 
 
 class SourceOptions(BaseModel):
@@ -21,60 +37,25 @@ class SourceOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    settings: ResolvedSettings
     operators: tuple[str, ...]
     topology_name: str
     # the topology travels as its text, costs resolved: an executor on another machine
     # (or in another container) needs no copy of the file, nor a measurement of its own
     topology_doc: str
-    bootstrap: str
-    redis_url: str
-    prefix: str = "sps"
-    td: float = 1.0
-    max_per_task: int = 20_000
-    cost_mode: CostMode = "none"
-    tasks_per_query: int = 1
-    cores: int = 1  # a CPU-bound operator's replicas get a task each up to this many
-    max_batch_s: float = 1.0
-    t_out_s: float = 0.0
-    task_window_s: float = 0.0
-    track_ids: bool = False
     las: bool = True  # the entry operators feed the LAS sketches
-    metrics_topic: str = "sps.metrics"
-    deadletter_topic: str = "sps.deadletter"
-    fixed_replicas: int | None = None
-    partition_ends: Literal["registry", "watermarks"] = "watermarks"
-    failure_share: float = MAX_FAILURE_SHARE
-    failure_window: int = FAILURE_WINDOW
-    idle_s: float = IDLE_S  # a window operator's input silent this long holds no window open
 
     @classmethod
     def build(
-        cls, settings: Any, topo: Any, operators: list[str], cost_mode: CostMode
+        cls, settings: DataplaneSettings, topo: Any, operators: list[str], cost_mode: CostMode
     ) -> SourceOptions:
-        """From the dataplane's settings (``shared.settings.DataplaneSettings``)."""
+        """The cores are resolved here: an executor's own CPU count is not the plan's."""
+        resolved = {"cores": settings.cores_or_local(), "cost_mode": cost_mode}
         return cls(
+            settings=ResolvedSettings(**{**settings.model_dump(), **resolved}),
             operators=tuple(operators),
             topology_name=topo.name,
             topology_doc=yaml.safe_dump(topo.to_dict()),
-            bootstrap=settings.kafka_bootstrap_servers,
-            redis_url=settings.redis_url,
-            prefix=settings.key_prefix,
-            td=settings.td,
-            max_per_task=settings.max_events_per_task,
-            cost_mode=cost_mode,
-            tasks_per_query=settings.tasks_per_query,
-            cores=settings.cores_or_local(),
-            max_batch_s=settings.max_batch_s,
-            t_out_s=settings.t_out_s,
-            task_window_s=settings.task_window_s,
-            track_ids=settings.track_ids,
-            metrics_topic=settings.topics.metrics,
-            deadletter_topic=settings.topics.deadletter,
-            fixed_replicas=settings.fixed_replicas,
-            partition_ends=settings.partition_ends,
-            failure_share=settings.operator_failure_share,
-            failure_window=settings.operator_failure_window,
-            idle_s=settings.idle_s,
         )
 
     def to_spark(self) -> dict[str, str]:
@@ -88,3 +69,64 @@ class SourceOptions(BaseModel):
         from shared.model import topology
 
         return topology.from_dict(yaml.safe_load(self.topology_doc), self.topology_name)
+
+    # -- the names the tasks read the settings by ------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return self.settings.kafka_bootstrap_servers
+
+    @property
+    def redis_url(self) -> str:
+        return self.settings.redis_url
+
+    @property
+    def prefix(self) -> str:
+        return self.settings.key_prefix
+
+    @property
+    def td(self) -> float:
+        return self.settings.td
+
+    @property
+    def cost_mode(self) -> CostMode:
+        return self.settings.cost_mode
+
+    @property
+    def cores(self) -> int:
+        return self.settings.cores_or_local()
+
+    @property
+    def task_window_s(self) -> float:
+        return self.settings.task_window_s
+
+    @property
+    def t_out_s(self) -> float:
+        return self.settings.t_out_s
+
+    @property
+    def track_ids(self) -> bool:
+        return self.settings.track_ids
+
+    @property
+    def idle_s(self) -> float:
+        return self.settings.idle_s
+
+    @property
+    def failure_share(self) -> float:
+        return self.settings.operator_failure_share
+
+    @property
+    def failure_window(self) -> int:
+        return self.settings.operator_failure_window
+
+    @property
+    def partition_ends(self) -> str:
+        return self.settings.partition_ends
+
+    @property
+    def metrics_topic(self) -> str:
+        return self.settings.topics.metrics
+
+    @property
+    def deadletter_topic(self) -> str:
+        return self.settings.topics.deadletter

@@ -1,9 +1,8 @@
-"""The elastic Python Kafka data source: each micro-batch plans one replica slot per
-*active* replica of the operator (read from Redis at that moment), plus a drain slot for
-each inactive one that still holds events, and packs the slots into at most
-``tasks_per_query`` Spark tasks (``slots.py``). Each slot is a replica: it reads its
-partition's offset range, runs the operator on every event, emits to the successors'
-active replicas with load-aware grouping, and publishes its counters.
+"""The elastic Python Kafka data source. Each micro-batch plans a replica slot per
+*active* replica of every operator (the counts read from the knowledge base as the batch
+is planned), plus a drain slot for each inactive one that still holds events, and packs
+the slots into Spark tasks (``slots.py``); a task runs its slots' replicas
+(``replica.run_group``).
 
 Spark pickles the reader to its Python workers, so clients are opened lazily, never in
 ``__init__``.
@@ -12,6 +11,8 @@ Spark pickles the reader to its Python workers, so clients are opened lazily, ne
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -30,12 +31,10 @@ from services.dataplane.slots import (
     tasks_per_operator,
 )
 
-# A pseudo-source in the offsets whose only change is the first batch: Spark starts the
-# Python workers that serve the tasks (and they import the project) at their first task;
-# on 2 cores that took the first ~10 s of a run to 2-4.6 s latencies. Batch 0 now runs
-# before any event (every active slot in windowed mode), and the dataplane reports itself
-# healthy only after it (observe.health), so the ensemble's replay starts on warm workers.
-# An RDD job cannot do it: streaming tasks do not reuse the workers of an RDD job.
+# A pseudo-source in the offsets whose only change is the first batch: it runs before any
+# event, so Spark starts the Python workers (which import the project) before the first
+# events need them, and the dataplane reports itself healthy only after it
+# (observe.health). An RDD job cannot warm them: streaming tasks do not reuse its workers.
 WARM = "@warm"
 
 
@@ -49,13 +48,26 @@ class SlotGroup(InputPartition):
         self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
 
 
+@dataclass(frozen=True)
+class BatchReads:
+    """What planning a micro-batch reads: each operator's active count, how far each
+    partition was processed (``replica.publish``) and, unless not asked for, its
+    partition ends (the registry's, from the same round trip, or the broker's)."""
+
+    active: dict[str, int]
+    progress: dict[str, dict[str, int]]
+    ends: dict[str, list[int]]
+
+
+def _ints(raw: Mapping[Any, Any]) -> dict[int, int]:
+    return {int(k): int(v) for k, v in raw.items()}
+
+
 class SpsKafkaSource(DataSource):
     """One option, ``settings``: a ``SourceOptions`` as JSON (``options.py``).
 
-    Offsets are ``{operator: {partition: offset}}``. Serving every operator from one query
-    makes a hop cost one micro-batch cycle of one query: four chained queries on 2 cores
-    ran in lock-step at ~460 ms a cycle and an output often missed the downstream batch in
-    flight (1.15-1.7 cycles a hop, measured on a 2-core machine)."""
+    Offsets are ``{operator: {partition: offset}}``: one query serves every operator, so
+    an event crosses several operators in one micro-batch instead of one batch a hop."""
 
     @classmethod
     def name(cls) -> str:
@@ -71,15 +83,19 @@ class SpsKafkaSource(DataSource):
 class OperatorReader(DataSourceStreamReader):
     def __init__(self, options: SourceOptions) -> None:
         self.o = options
+        self.settings = options.settings
         self.operators = list(options.operators)
-        self.max_per_task = options.max_per_task
-        self.tasks_per_query = options.tasks_per_query
         self.windowed = options.task_window_s > 0
         self._r: Any = None
         self._topo: Any = None
         self._producer: Any = None
         self._admin: Any = None
         self._last_active: dict[str, int] = {}  # the counts the previous batch ran
+        # The last latestOffset's reads and the end it returned, kept until that batch's
+        # tasks start: Spark runs one batch at a time, so until then no task publishes
+        # progress and the reads are still the batch's (see partitions, commit).
+        self._reads: BatchReads | None = None
+        self._reads_end: dict | None = None
 
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
@@ -106,25 +122,45 @@ class OperatorReader(DataSourceStreamReader):
 
     def _tasks(self, op: str) -> int:
         return tasks_per_operator(
-            self._topology()[op].cpu_bound, self.tasks_per_query, self.o.cores
+            self._topology()[op].cpu_bound, self.settings.tasks_per_query, self.o.cores
         )
 
     def _pool(self, op: str) -> int:
         return int(self._topology()[op].max_replicas)
 
-    def _active(self) -> dict[str, int]:
-        if self.o.fixed_replicas:  # the benchmark's hard-coded baseline
-            return dict.fromkeys(self.operators, self.o.fixed_replicas)
-        topo = self._topology()
-        return self._kb().actives(topo[op] for op in self.operators)
+    def _read(self, with_ends: bool = True) -> BatchReads:
+        """The batch's reads of the knowledge base, in one round trip."""
+        from shared.io.knowledge_base import active_count
 
-    def _ends(self) -> dict[str, list[int]]:
-        """Each operator's partition ends, from the registry or the broker (a setting)."""
-        if self.o.partition_ends == "watermarks":
-            return self._watermark_ends()
-        keys = self._keys()
-        ends = self._kb().ends_many({keys.topic(op): self._pool(op) for op in self.operators})
-        return {op: ends[keys.topic(op)] for op in self.operators}
+        keys, topo, ops = self._keys(), self._topology(), self.operators
+        fixed = self.settings.fixed_replicas  # the benchmark's hard-coded baseline
+        registry = with_ends and self.settings.partition_ends == "registry"
+        pipe = self._redis().pipeline(transaction=False)
+        if not fixed:
+            pipe.mget([keys.active(op) for op in ops])
+        for op in ops:
+            pipe.hgetall(keys.committed(op))
+        if registry:
+            for op in ops:
+                pipe.hgetall(keys.ends(keys.topic(op)))
+        raw = iter(pipe.execute())
+        if fixed:
+            active = dict.fromkeys(ops, fixed)
+        else:
+            counts = zip(ops, next(raw), strict=True)
+            active = {
+                op: active_count(v, topo[op].min_replicas, topo[op].max_replicas)
+                for op, v in counts
+            }
+        progress = {op: {str(j): v for j, v in _ints(next(raw)).items()} for op in ops}
+        if registry:
+            ends = {op: self._per_partition(op, _ints(next(raw))) for op in ops}
+        else:
+            ends = self._watermark_ends() if with_ends else {}
+        return BatchReads(active, progress, ends)
+
+    def _per_partition(self, op: str, ends: Mapping[int, int]) -> list[int]:
+        return [ends.get(j, 0) for j in range(self._pool(op))]
 
     def _watermark_ends(self) -> dict[str, list[int]]:
         from shared.io.kafka_io import end_offsets
@@ -139,52 +175,51 @@ class OperatorReader(DataSourceStreamReader):
         ends = end_offsets(self._admin, {keys.topic(op): self._pool(op) for op in self.operators})
         return {op: ends[keys.topic(op)] for op in self.operators}
 
-    def _progress(self) -> dict[str, dict[str, int]]:
-        """How far each partition was processed (``replica.publish``): with a window,
-        tasks read past their planned range, and with async progress tracking a restart
-        resumes from an older checkpoint, so Spark's offsets are only a lower bound."""
-        done = self._kb().committed(self.operators)
-        return {op: {str(j): v for j, v in done[op].items()} for op in self.operators}
-
     def initialOffset(self) -> dict:
         start = {op: {str(j): 0 for j in range(self._pool(op))} for op in self.operators}
         return {**start, WARM: {"0": 0}}
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
-        out = {}
-        progress = self._progress()
-        for op, ends in self._ends().items():
-            cap = max_events_per_slot(
-                self.o.cost_mode,
-                self._topology()[op].et_s,
-                self.o.max_batch_s,
-                self.max_per_task,
-            )
-            first = {
-                str(j): max(int(start.get(op, {}).get(str(j), 0)), progress[op].get(str(j), 0))
-                for j in range(self._pool(op))
-            }
-            # The registry only bounds what may be read: if it is lost (a Redis restart or
-            # flush) the ends read 0, and the batch must stay where the checkpoint is, never
-            # rewind and replay history.
-            out[op] = {
-                str(j): max(
-                    int(first.get(str(j), 0)), capped_end(int(first.get(str(j), 0)), ends[j], cap)
-                )
-                for j in range(self._pool(op))
-            }
+        reads = self._read()
+        out: dict[str, dict[str, int]] = {
+            op: self._batch_end(op, start.get(op, {}), reads) for op in self.operators
+        }
         out[WARM] = {"0": 1}  # differs from the initial offset: batch 0 runs, data or not
-        # Spark asks every trigger (200 ms) while no batch runs: an idle dataplane plans
-        # no batch, and a count changed meanwhile holds for whatever arrives next. Live,
-        # the scale-ins after a quiet spell were recorded 2.5 s late, at the next batch.
-        self._record_effects(self._active())
+        # Spark asks every trigger while no batch runs: a count changed meanwhile takes
+        # effect now, for whatever arrives next, not at the next batch planned.
+        self._record_effects(reads.active)
+        self._reads, self._reads_end = reads, out
+        return out
+
+    def _batch_end(self, op: str, start: dict, reads: BatchReads) -> dict[str, int]:
+        """Where ``op``'s partitions end this batch: from where they were processed (with
+        a task window, or resumed from an older checkpoint, Spark's offsets are only a
+        lower bound), at most a slot's capacity on. A lost registry (a Redis restart or
+        flush) reads 0: the batch stays where it is, never rewinds to replay history."""
+        cap = max_events_per_slot(
+            self.settings.cost_mode,
+            self._topology()[op].et_s,
+            self.settings.max_batch_s,
+            self.settings.max_events_per_task,
+        )
+        out = {}
+        for j in range(self._pool(op)):
+            first = max(int(start.get(str(j), 0)), reads.progress[op].get(str(j), 0))
+            out[str(j)] = max(first, capped_end(first, reads.ends[op][j], cap))
         return out
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        active = self._active()
+        # The reads of the latestOffset that returned ``end`` are this batch's; any other
+        # end (a batch replayed from the checkpoint) is read afresh.
+        reads = self._reads
+        if reads is None or end != self._reads_end:
+            reads = self._read(with_ends=False)
+        self._reads = None  # the batch's tasks run next and publish new progress
+        active = reads.active
         self._record_effects(active)
-        progress = self._progress()
-        planned = {op: self._plan(op, start, end, active[op], progress) for op in self.operators}
+        planned = {
+            op: self._plan(op, start, end, active[op], reads.progress) for op in self.operators
+        }
         serve_s = self._serve_seconds(planned)
         tasks: list[InputPartition] = []
         kb = self._kb()
@@ -194,30 +229,33 @@ class OperatorReader(DataSourceStreamReader):
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
                 groups = [g for g in groups if g]
             tasks.extend(SlotGroup(op, g, active[op], serve_s) for g in groups)
-            entry = {
-                "active": active[op],
-                "slots": [s.replica for s in slots if not (s.drain or s.standby)],
-                "drain": [s.replica for s in slots if s.drain],
-                "standby": [s.replica for s in slots if s.standby],
-                "tasks": len(groups),
-                "serve_s": round(serve_s, 3),
-                "at": time.time(),
-            }
-            kb.log_batch(pipe, op, entry)
+            kb.log_batch(pipe, op, self._log_entry(slots, active[op], len(groups), serve_s))
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
+
+    @staticmethod
+    def _log_entry(slots: list[Slot], active: int, tasks: int, serve_s: float) -> dict:
+        return {
+            "active": active,
+            "slots": [s.replica for s in slots if not (s.drain or s.standby)],
+            "drain": [s.replica for s in slots if s.drain],
+            "standby": [s.replica for s in slots if s.standby],
+            "tasks": tasks,
+            "serve_s": round(serve_s, 3),
+            "at": time.time(),
+        }
 
     def _plan(self, op: str, start: dict, end: dict, active: int, progress: dict) -> list[Slot]:
         s, e, pool = start.get(op, {}), end.get(op, {}), self._pool(op)
         if self._topology()[op].stateful:
-            return plan_keyed_slots(s, e, pool, active, progress.get(op))
+            return plan_keyed_slots(s, e, pool, active, progress.get(op), operator=op)
         return plan_slots(s, e, pool, active, progress.get(op), standby=self.windowed)
 
     def _serve_seconds(self, planned: dict[str, list[Slot]]) -> float:
         """Windowed: every task of the batch serves as long as its longest planned slot."""
         if not self.windowed:
             return 0.0
-        mode = self.o.cost_mode
+        mode = self.settings.cost_mode
         occupancy = [
             t
             for op, slots in planned.items()
@@ -255,33 +293,31 @@ class OperatorReader(DataSourceStreamReader):
         self._kb().record_move(op, before, after, moved, len(groups), size, now)
 
     def commit(self, end: dict) -> None:
-        """The batch up to ``end`` is done: publish each operator's queue left behind
-        (from the ends the producers recorded) with its active count, for the monitor.
-        Spark calls this when the *next* batch starts, so what a drain waits on (the
-        processed-up-to offsets) is recorded by the tasks themselves (``replica.publish``)."""
+        """The batch up to ``end`` is done: publish each operator's queue left behind and
+        its active count, for the monitor. Spark calls this as a later batch starts,
+        between that batch's latestOffset and partitions, so its reads are current; being
+        that late, nothing a drain waits on is recorded here (``replica.publish``)."""
         from confluent_kafka import Producer
 
         from shared.contracts.metrics import OperatorCounters
         from shared.io.connections import kafka_config
 
-        ends = self._ends()
-        active = self._active()
-        progress = self._progress()
-        td = self.o.td
+        reads = self._reads or self._read()
         if self._producer is None:
             self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
+        interval = int(time.time() // self.o.td)
         for op in self.operators:
-            done = end.get(op, {})
+            done, progress = end.get(op, {}), reads.progress[op]
             queued = sum(
-                max(0, e - max(int(done.get(str(j), 0)), progress[op].get(str(j), 0)))
-                for j, e in enumerate(ends[op])
+                max(0, e - max(int(done.get(str(j), 0)), progress.get(str(j), 0)))
+                for j, e in enumerate(reads.ends[op])
             )
             rec = OperatorCounters(
-                interval=int(time.time() // td),
+                interval=interval,
                 operator=op,
                 replica=0,
                 queued=queued,
-                active_replicas=active[op],
+                active_replicas=reads.active[op],
             )
             self._producer.produce(self.o.metrics_topic, value=rec.model_dump_json().encode())
         self._producer.flush(10)

@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition
 
 from shared.io.watermarks import Declaration, SourceClock
 
-DECLARE_EVERY_S = 0.1  # the most often a changed watermark is declared
+DECLARE_EVERY_S = 0.2  # the most often a changed watermark is declared
 
 
 class SourceDeclarations:

@@ -6,7 +6,9 @@ of ``process`` plus the envelope's decode and encode (the per-event work a repli
 around the user's code), and the thread's CPU time over the same span. ``et_ms`` is the
 mean wall time, ``cpu_share`` CPU over wall: near 1 the work is CPU-bound (its replicas
 need cores), near 0 it waits (a remote call; replicas as threads are capacity).
-The policies then combine it with what the live operators report, as PA-SPS does:
+The work is the engine's own per-event core (``engine``) on an in-memory partition, as
+the dataplane runs it. The policies then combine it with what the live operators
+report, as PA-SPS does:
 ``max(benchmark, observed)``.
 """
 
@@ -21,8 +23,10 @@ from shared.io.envelope import Envelope, decode
 from shared.io.knowledge_base import KnowledgeBase
 from shared.model.topology import Topology
 from shared.pipeline.chain import open_runnable
+from shared.pipeline.engine import Event, OperatorCore
 from shared.pipeline.failures import describe
-from shared.pipeline.operators import Context, DiscardedWrites, Runnable, normalise
+from shared.pipeline.local_store import MemoryStore
+from shared.pipeline.operators import Context, DiscardedWrites, Runnable
 
 WARMUP_EVENTS = 20  # first calls fill caches and compile regexes: not the steady cost
 MAX_EVENTS = 500
@@ -71,23 +75,25 @@ def measure(
 def _run(
     topo: Topology, name: str, inst: Runnable, ctx: Context, events: list[Any]
 ) -> tuple[OperatorCost, list[tuple[str | None, Any]]]:
-    successors = tuple(e.dst for e in topo.successors[name])
     wall = cpu = 0.0
     timed = failed = 0
     emitted: list[tuple[str | None, Any]] = []
     first_error = ""
+    core = OperatorCore(topo, name, inst)
+    store = MemoryStore()
     for k, payload in enumerate(events):
-        ctx.event_id = f"sample-{k}"
+        event_id = f"sample-{k}"
         w0, c0 = time.perf_counter(), time.thread_time()
         try:
-            raw = Envelope(ctx.event_id, 0.0, "source", payload).encode()
-            result = normalise(inst.process(decode(raw).payload, ctx), name, successors)
-            for _, p in result:
-                Envelope(ctx.event_id, 0.0, name, p).encode()
+            raw = Envelope(event_id, 0.0, "source", payload).encode()
+            out = core.apply(Event(event_id, decode(raw).payload, 0.0), ctx, store)
+            for _, out_id, p in out:
+                Envelope(out_id, 0.0, name, p).encode()
         except Exception as exc:  # the sample the operator rejects: not part of its cost
             failed += 1
             first_error = first_error or describe(exc).reason
             continue
+        result = [(dst, p) for dst, _, p in out]
         w1, c1 = time.perf_counter(), time.thread_time()
         emitted.extend(result)
         if k >= WARMUP_EVENTS or len(events) <= WARMUP_EVENTS:

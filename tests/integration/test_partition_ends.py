@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 import redis
-import yaml
 
 from services.dataplane.options import SourceOptions
 from services.dataplane.source import OperatorReader
@@ -16,6 +15,7 @@ from shared.io.kafka_admin import ensure_topics
 from shared.io.knowledge_base import Keys
 from shared.io.tracked_producer import TrackedProducer
 from shared.model import topology
+from shared.settings import DataplaneSettings
 
 pytestmark = pytest.mark.integration
 
@@ -31,18 +31,14 @@ def test_the_source_reads_partition_ends_from_the_chosen_place(kafka_bootstrap, 
         tracked.produce(topic, f"e{k}".encode(), partition=k % 3)
     tracked.flush()
     topo = topology.load("twitter")
-    reader = OperatorReader(
-        SourceOptions(
-            operators=("parse",),
-            topology_name=topo.name,
-            topology_doc=yaml.safe_dump(topo.to_dict()),
-            bootstrap=kafka_bootstrap,
-            redis_url=redis_url,
-            prefix=keys.prefix,
-            partition_ends=source,
-        )
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap,
+        redis_url=redis_url,
+        key_prefix=keys.prefix,
+        partition_ends=source,
     )
-    assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
+    reader = OperatorReader(SourceOptions.build(settings, topo, ["parse"], "none"))
+    assert reader._read().ends == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
     if source == "watermarks":  # the registry plays no part: losing it changes nothing
         r.delete(keys.ends(topic))
-        assert reader._ends() == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
+        assert reader._read().ends == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}

@@ -1,0 +1,180 @@
+"""The source's driver side, against a real redis-server: a micro-batch reads the knowledge
+base once (one pipeline in latestOffset), its partitions and the previous batch's commit
+reuse those reads, and what it plans from them is right.
+
+Spark's order for batch N (seen in Spark 4 with and without async progress tracking):
+latestOffset(N), then commit(an earlier batch's end) when it commits one, partitions(N),
+then N's tasks; one batch at a time, all in one planner process."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redis.connection import AbstractConnection
+
+from services.dataplane.options import SourceOptions
+from services.dataplane.source import WARM, OperatorReader, SlotGroup
+from shared.contracts.metrics import OperatorCounters
+from shared.io.knowledge_base import Keys
+from shared.model import topology
+from shared.settings import DataplaneSettings
+
+pytestmark = pytest.mark.integration  # a real redis-server (tests/conftest.py)
+
+OPS = ["parse", "classify_content", "classify_author", "store"]  # twitter's: pools of 8
+
+
+class Sink:
+    """The metrics producer: keeps what commit publishes."""
+
+    def __init__(self) -> None:
+        self.sent: list[OperatorCounters] = []
+
+    def produce(self, topic: str, value: bytes) -> None:
+        self.sent.append(OperatorCounters.model_validate_json(value))
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+class Trips:
+    """Round trips to Redis: every send on a connection (a command, or a whole pipeline)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.n = 0
+        send = AbstractConnection.send_packed_command
+
+        def counted(conn: Any, command: Any, check_health: bool = True) -> None:
+            self.n += 1
+            send(conn, command, check_health)
+
+        monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+
+    def take(self) -> int:
+        n, self.n = self.n, 0
+        return n
+
+
+@pytest.fixture
+def keys(redis_client: Any) -> Keys:
+    k = Keys("plan" + uuid.uuid4().hex[:6])
+    for op in OPS:
+        redis_client.set(k.active(op), 2)
+        redis_client.hset(k.ends(k.topic(op)), mapping={"0": 100, "1": 50})
+        redis_client.hset(k.committed(op), mapping={"0": 10})
+    return k
+
+
+@pytest.fixture(autouse=True)
+def no_sps_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("SPS_")]:
+        monkeypatch.delenv(name)
+
+
+def reader(redis_url: str, keys: Keys, ops: list[str], **settings: Any) -> OperatorReader:
+    chosen = DataplaneSettings(redis_url=redis_url, key_prefix=keys.prefix, **settings)
+    out = OperatorReader(SourceOptions.build(chosen, topology.load("twitter"), ops, "none"))
+    out._producer = Sink()
+    out._redis().ping()  # connected: the handshake is no batch's
+    return out
+
+
+@pytest.fixture
+def watermarks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The broker's ends, as the registry's: counts the ListOffsets calls."""
+    calls = [0]
+
+    def ends(self: OperatorReader) -> dict[str, list[int]]:
+        calls[0] += 1
+        return {op: [100, 50, 0, 0, 0, 0, 0, 0] for op in self.operators}
+
+    monkeypatch.setattr(OperatorReader, "_watermark_ends", ends)
+    yield calls
+
+
+def batches(r: OperatorReader, trips: Trips, n: int) -> list[tuple[int, int, int]]:
+    """Round trips of latestOffset, commit and partitions, batch by batch."""
+    start, previous, out = r.initialOffset(), None, []
+    for _ in range(n):
+        end = r.latestOffset(start, None)
+        lo = trips.take()
+        if previous is not None:
+            r.commit(previous)
+        co = trips.take()
+        r.partitions(start, end)
+        out.append((lo, co, trips.take()))
+        previous, start = end, end
+    return out
+
+
+@pytest.mark.parametrize("ends", ["registry", "watermarks"])
+def test_a_batch_reads_the_knowledge_base_once(redis_url, keys, monkeypatch, watermarks, ends):
+    r = reader(redis_url, keys, OPS, partition_ends=ends)
+    trips = Trips(monkeypatch)
+    first, *steady = batches(r, trips, 4)
+    # a (re)started reader checks each operator's rescale marker once: 4 reads more
+    assert first == (1 + 4, 0, 1)
+    # latestOffset: one pipeline (counts, progress, registry ends); commit: none;
+    # partitions: the batch log's write. 9 round trips a batch with the registry, 7 with
+    # watermarks, before.
+    assert steady == [(1, 0, 1)] * 3
+    # watermarks: one ListOffsets a batch, in latestOffset (two before: commit's too)
+    assert watermarks[0] == (4 if ends == "watermarks" else 0)
+
+
+def test_an_idle_poll_is_one_round_trip(redis_url, keys, monkeypatch):
+    r = reader(redis_url, keys, OPS, partition_ends="registry")
+    start = r.latestOffset(r.initialOffset(), None)
+    trips = Trips(monkeypatch)
+    assert r.latestOffset(start, None) == start and trips.take() == 1
+
+
+def test_reads_are_fresh_once_the_batchs_tasks_may_have_run(redis_url, keys, monkeypatch):
+    r = reader(redis_url, keys, OPS, partition_ends="registry")
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    trips = Trips(monkeypatch)
+    r.partitions(start, end)
+    assert trips.take() == 1  # the log's write
+    r.commit(end)  # after the tasks: read again
+    assert trips.take() == 1
+    other = {**end, WARM: {"0": 2}}  # an end no latestOffset returned: a replayed batch
+    r.partitions(start, other)
+    assert trips.take() == 2  # counts and progress (no ends), then the log
+
+
+def test_the_batch_is_planned_from_its_reads(redis_url, redis_client, keys):
+    r = reader(
+        redis_url, keys, ["parse"], partition_ends="registry", max_events_per_task=30,
+        task_window_s=0,  # no standby slots: the planned ones only
+    )  # fmt: skip
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    # partition 0 processed to 10 of 100: 10 + 30; partition 1 from 0 of 50: 30
+    assert end == {"parse": {"0": 40, "1": 30, **{str(j): 0 for j in range(2, 8)}}, WARM: {"0": 1}}
+    redis_client.set(keys.active("parse"), 5)  # a change after latestOffset: the next batch's
+    tasks = r.partitions(start, end)
+    assert [(t.active, [(s.replica, s.start, s.end) for s in t.slots]) for t in tasks] == [
+        (2, [(0, 10, 40), (1, 0, 30)])
+    ]
+    assert all(isinstance(t, SlotGroup) for t in tasks)
+    assert r.latestOffset(end, None)["parse"]["0"] == 70  # 40 on, and the new count read
+    assert r._reads is not None and r._reads.active == {"parse": 5}
+
+
+def test_commit_publishes_the_queue_left_from_the_batchs_reads(redis_url, redis_client, keys):
+    r = reader(redis_url, keys, ["parse"], partition_ends="registry", max_events_per_task=30)
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    r.partitions(start, end)
+    redis_client.hset(keys.committed("parse"), mapping={"0": 40, "1": 30})  # the tasks ran
+    nxt = r.latestOffset(end, None)
+    r.commit(end)
+    sent = r._producer.sent
+    # (100 - 40) + (50 - 30): what the batch up to ``end`` left behind
+    assert [(c.operator, c.queued, c.active_replicas) for c in sent] == [("parse", 80, 2)]
+    assert nxt["parse"]["0"] == 70
