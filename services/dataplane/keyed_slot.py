@@ -32,7 +32,7 @@ class KeyedSlot:
         op = self.g.op
         self.store.prefetch(
             [f for ev in events for f in state_fields(op, ev.payload, ev.event_time)],
-            [ev.id for ev in events],
+            [f"{ev.src}>{ev.id}" for ev in events],  # Event.once_key
         )
 
     def started(self) -> None:

@@ -171,7 +171,7 @@ class SlotRun:
         ev = self._decoded.pop(offset, None) or self._decode(msg)
         if ev is None or self._expired(ev):
             return
-        event = Event(ev.id, ev.payload, ev.event_time)
+        event = Event(ev.id, ev.payload, ev.event_time, ev.src)
         store = self.keyed.store if self.keyed is not None else None
         if self.g.core.repeat(event, store):
             self.res.repeats += 1

@@ -84,7 +84,7 @@ def build(
     since_interval: int | None = None,
 ) -> dict[str, Any]:
     """``stages``: the id ledger per operator; with it ``lost`` counts ids, per stage, and
-    ``completed_ids`` (distinct ids at the sinks) is what completed, however often an
+    ``completed_ids`` (distinct ids per sink, summed) is what completed, however often an
     event was replayed. ``since_interval``: where the measured replay began (after the
     warm-up): latency, resources, rescales and degradation are taken from there on, the
     accounting of events over the whole run."""
@@ -100,11 +100,10 @@ def build(
 
 
 def _at_sinks(topo: Topology, metrics: list[dict], completed_ids: int | None) -> float:
-    """What reached the sinks, in sink events (distinct ids when the ledger ran: a
-    replayed duplicate completes once)."""
-    per_input = sum(topo.static_theta[n] for n in topo.sinks)  # sink events one input makes
+    """What reached the sinks, in sink events (distinct ids per sink when the ledger ran:
+    a replayed duplicate completes once)."""
     if completed_ids is not None:
-        return completed_ids * per_input
+        return float(completed_ids)
     return sum(m.get("processed", 0) for m in metrics if m.get("operator") in set(topo.sinks))
 
 

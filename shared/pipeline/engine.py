@@ -9,8 +9,8 @@ are. Its promises:
 
 * an event's outputs carry distinct deterministic ids: the first its own, the k-th
   ``<id>/k``, so dropping repeats by id never drops a distinct output;
-* a keyed or window partition applies an event once: an id it applied is skipped, at
-  whatever offset the repeat arrives (retry, zombie, an upstream replay);
+* a keyed or window partition applies an event once: an id it applied (from the same
+  sender) is skipped, at whatever offset the repeat arrives (retry, zombie, a replay);
 * an operator that raises leaves no state write behind (its ``ctx.state`` changes are
   saved only when it returns; a window's accumulators all or none);
 * windows fire when the partition's watermark, combined from its inputs' declarations
@@ -45,6 +45,13 @@ class Event:
     id: str
     payload: Any
     evt: float  # its event time
+    src: str = "source"  # the operator that sent it
+
+    @property
+    def once_key(self) -> str:
+        """What a repeat shares with the first delivery: the sender and the id (two
+        paths of a diamond may carry one id into one operator; they are not repeats)."""
+        return f"{self.src}>{self.id}"
 
 
 def with_ids(event_id: str, result: Output) -> list[Emitted]:
@@ -83,7 +90,7 @@ class OperatorCore:
 
     def repeat(self, ev: Event, store: Store | None) -> bool:
         """An event this partition already applied (it arrived again)."""
-        return store is not None and self.stateful and store.applied(ev.id)
+        return store is not None and self.stateful and store.applied(ev.once_key)
 
     def apply(self, ev: Event, ctx: Context, store: Store | None) -> list[Emitted]:
         """The operator on one event. Raises ``Late`` or ``NoKey`` (the event's fate) or
@@ -92,7 +99,7 @@ class OperatorCore:
         if self.window is not None:
             assert store is not None
             self.window.add(store, ev.payload, ev.evt)
-            store.mark_applied(ev.id)
+            store.mark_applied(ev.once_key)
             return []
         if self.op.key:
             assert store is not None
@@ -101,7 +108,7 @@ class OperatorCore:
             ctx.state = state
             result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
             state.save()
-            store.mark_applied(ev.id)
+            store.mark_applied(ev.once_key)
         else:
             result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
         return with_ids(ev.id, result)

@@ -145,7 +145,7 @@ class _Runner:
         operator's own declaration, if it changed, to its successors."""
         core, valve = self.cores[name], self.valves[name]
         for res in core.declare(valve, d, self.stores[name]):
-            window = Event(res.id, res.payload, res.event_time)
+            window = Event(res.id, res.payload, res.event_time, name)
             self._route(name, [(None, res.id, res.payload)], window)
             self._drain()
         mine = core.declaration(0, valve)
@@ -196,7 +196,7 @@ class _Runner:
             if not successors:
                 self._emit(name, payload)
             for target in [dst] if dst is not None else successors:
-                self.queue.append((target, Event(out_id, payload, ev.evt)))
+                self.queue.append((target, Event(out_id, payload, ev.evt, name)))
 
     def _emit(self, sink: str, payload: Any) -> None:
         topic = self.topo[sink].output

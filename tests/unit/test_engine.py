@@ -63,8 +63,8 @@ class Partition:
         self.out: list[tuple[str, object]] = []
         self.late: list[str] = []
 
-    def event(self, event_id: str, t: float, **payload: object) -> None:
-        ev = Event(event_id, payload, t)
+    def event(self, event_id: str, t: float, src: str = "up", **payload: object) -> None:
+        ev = Event(event_id, payload, t, src)
         if self.core.repeat(ev, self.store):
             return
         try:
@@ -187,3 +187,11 @@ def test_an_operator_that_raises_leaves_no_state_write_behind():
 def test_each_output_of_an_event_has_its_own_id():
     out = with_ids("e7", [(None, 1), ("a", 2), (None, 3)])
     assert [(d, i) for d, i, _ in out] == [(None, "e7"), ("a", "e7/1"), (None, "e7/2")]
+
+
+def test_one_id_from_two_senders_is_not_a_repeat():
+    """Two paths of a diamond bring event e into one keyed operator: both count."""
+    t = Partition("total")
+    t.event("e", 1, src="a", key="x", value=2)
+    t.event("e", 1, src="b", key="x", value=3)
+    assert t.store.state() == {"x": {"sum": 5}}
