@@ -153,6 +153,8 @@ class SlotRun:
         emit → account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
         offset = msg.offset() or 0
         self.res.next_offset = max(self.res.next_offset, offset + 1)
+        if self.declarer is not None and self.declarer.pending is not None:
+            self.declarer.offer(self.declarer.pending)  # held back by the interval
         keyed = self.keyed
         if keyed is not None and (keyed.fenced or keyed.done_before(offset)):
             return

@@ -31,6 +31,7 @@ def test_a_rows_latency_runs_from_the_event_that_made_its_window_closable():
     assert phase.closing_time(T0 + 10_000) == 101.0
     assert phase.closing_time(T0 + 9_995) == 101.0
     rows = [(101.25, r) for r in phase.expected if r["window_start"] == T0]
+    rows += [(102.25, r) for r in phase.expected if r["window_start"] == T0 + 10_000]
     exact, latency = phase.judged(rows)
     assert exact and latency == [250.0] * len(rows)
     wrong = [(t, {**r, "price": r["price"] + 1}) for t, r in rows]
