@@ -200,7 +200,7 @@ class SlotRun:
         g, store = self.g, self._partition_marks()
         if self.valve is None:
             self.valve = g.core.valve(store)
-            last = g.core.declaration(self.slot.replica, self.valve)
+            last = g.core.declaration(self.slot.replica, self.valve, store)
             self.declarer = Declarer(g.producer, g.declare_to, last)
         fired = g.core.declare(self.valve, d, store)
         if fired:
@@ -210,7 +210,7 @@ class SlotRun:
             self._emit(ev, [(None, result.id, result.payload)], result.id.encode())
             self.res.fired += 1
         assert self.declarer is not None
-        self.declarer.offer(g.core.declaration(self.slot.replica, self.valve))
+        self.declarer.offer(g.core.declaration(self.slot.replica, self.valve, store))
 
     def _write_out(self, ctx: Context) -> None:
         """Send the operator's stacked writes when ``WRITES_BATCH`` are waiting or

@@ -4,8 +4,9 @@ producer that carries their events, so each declaration follows the events it co
 
 A partition's watermark is the latest event time read from it (records the ingress could
 not read, and events it sheds, move it too: they are read). It is idle once the reader's
-position has sat at the partition's end for ``idle_s`` (``SourceClock``); a partition
-read again is declared active, at its last watermark, before its first new event.
+position has sat at the partition's end for ``idle_s`` (``SourceClock``); when a
+partition is read again, every idle one is declared active, at its last watermark,
+before the first new event.
 """
 
 from __future__ import annotations
@@ -50,14 +51,22 @@ class SourceDeclarations:
         return Declaration("source", j, self.of, clock.wm, clock.idle(now))
 
     def resumed(self, times: list[tuple[str, int, float]]) -> list[Declaration]:
-        """Declarations to send before these events: idle partitions read again."""
+        """Declarations to send before these events when they wake an idle partition:
+        every idle partition is declared active again (at its last watermark) and waited
+        for another ``idle_s`` at its end, so one that is about to deliver is not passed
+        by the first one read (Kafka Streams waits ``max.task.idle.ms`` likewise)."""
+        woke = any(
+            (last := self.last.get(self.index.get((topic, p), -1))) is not None and last.idle
+            for topic, p, _ in times
+        )
+        if not woke:
+            return []
         out = []
-        for topic, p, _ in times:
-            j = self.index.get((topic, p))
-            last = self.last.get(j) if j is not None else None
-            if j is not None and last is not None and last.idle:
-                d = Declaration("source", j, self.of, last.wm, False)
-                self.last[j] = d
+        for j, clock in self.clocks.items():
+            clock.wake()
+            last = self.last.get(j)
+            if last is not None and last.idle:
+                self.last[j] = d = Declaration("source", j, self.of, last.wm, False)
                 out.append(d)
         return out
 

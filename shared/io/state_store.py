@@ -189,15 +189,24 @@ class PartitionStore:
         """A window's end (None: it closed or merged away)."""
         self._ends[(group, field)] = end
 
-    def due(self, until: float) -> list[tuple[int, str, float]]:
-        """The open windows ending at or before ``until``, by end."""
+    def _open(self) -> dict[tuple[int, str], float]:
+        """The committed open windows by end, read once a task."""
         if self._index is None:
             self._index = {}
             key = self.keys.window_ends(self.op, self.partition)
             for member, end in self.r.zrange(key, 0, -1, withscores=True):
                 group, field = orjson.loads(member)
                 self._index[(int(group), str(field))] = float(end)
-        out = {k: e for k, e in self._index.items() if e <= until}
+        return self._index
+
+    def oldest_end(self) -> float | None:
+        """The end of the oldest open window (None: none is open)."""
+        ends = {**self._open(), **self._ends}
+        return min((e for e in ends.values() if e is not None), default=None)
+
+    def due(self, until: float) -> list[tuple[int, str, float]]:
+        """The open windows ending at or before ``until``, by end."""
+        out = {k: e for k, e in self._open().items() if e <= until}
         for k, end in self._ends.items():
             if end is None or end > until:
                 out.pop(k, None)

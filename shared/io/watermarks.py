@@ -155,5 +155,9 @@ class SourceClock:
         elif self._at_end_since is None:
             self._at_end_since = now
 
+    def wake(self) -> None:
+        """Count ``idle_s`` at the end anew (the stream resumed elsewhere)."""
+        self._at_end_since = None
+
     def idle(self, now: float) -> bool:
         return self._at_end_since is not None and now - self._at_end_since >= self.idle_s

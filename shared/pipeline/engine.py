@@ -35,6 +35,7 @@ from shared.pipeline.stateful import (
     WindowAggregator,
     WindowResult,
     event_key,
+    max_timestamp,
 )
 
 Emitted = tuple[str | None, str, Any]  # (successor, None: every one; output id; payload)
@@ -126,6 +127,15 @@ class OperatorCore:
             return self.window.fire(store, valve.current)
         return []
 
-    def declaration(self, part: int, valve: Valve) -> Declaration:
-        """What this partition declares to its successors."""
-        return Declaration(self.name, part, int(self.op.max_replicas), valve.current, valve.idle)
+    def declaration(self, part: int, valve: Valve, store: Any) -> Declaration:
+        """What this partition declares to its successors. A window operator's open
+        windows are outputs still to come, with event times from the oldest one's last
+        instant on: its watermark stays below that, and it is never idle while it holds
+        one (else a successor could close a window before that result reached it)."""
+        wm, idle = valve.current, valve.idle
+        if self.window is not None:
+            oldest = store.oldest_end()
+            if oldest is not None:
+                idle = False
+                wm = None if wm is None else min(wm, max_timestamp(oldest))
+        return Declaration(self.name, part, int(self.op.max_replicas), wm, idle)

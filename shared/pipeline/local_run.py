@@ -148,7 +148,7 @@ class _Runner:
             window = Event(res.id, res.payload, res.event_time, name)
             self._route(name, [(None, res.id, res.payload)], window)
             self._drain()
-        mine = core.declaration(0, valve)
+        mine = core.declaration(0, valve, self.stores[name])
         if mine != self.declared.get(name):
             self.declared[name] = mine
             for s in core.successors:

@@ -59,6 +59,10 @@ class MemoryStore:
                 out.append((group, field, end))
         return out
 
+    def oldest_end(self) -> float | None:
+        """The end of the oldest open window (None: none is open)."""
+        return min(self._ends.values(), default=None)
+
     def note_marks(
         self, watermark: float | None, marks: dict[str, InputMark], changed: set[str]
     ) -> None:

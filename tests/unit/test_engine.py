@@ -195,3 +195,44 @@ def test_one_id_from_two_senders_is_not_a_repeat():
     t.event("e", 1, src="a", key="x", value=2)
     t.event("e", 1, src="b", key="x", value=3)
     assert t.store.state() == {"x": {"sum": 5}}
+
+
+def test_a_window_partition_holding_an_open_window_is_never_idle():
+    """Both inputs idle at 19: x@10 (ends at 20) is still open, a result still to come
+    with event time 19.999; so ``win`` declares 19, not idle: a successor whose other
+    input runs ahead to 1090 must wait for it (the late results once seen live)."""
+    p = Partition("win")
+    p.event("a", 14, k="x")
+    p.declare("up", 0, 19, idle=True)
+    p.declare("up", 1, 19, idle=True)
+    d = p.core.declaration(0, p.valve, p.store)
+    assert (d.wm, d.idle) == (19, False)
+    p.declare("up", 0, 1090)  # the stream resumes on up/0 only
+    assert p.out == [("x@10", {"key": "x", "start": 10.0, "end": 20.0, "value": 1})]
+    d = p.core.declaration(0, p.valve, p.store)
+    assert (d.wm, d.idle) == (1090, False)
+
+
+def test_a_window_partition_declares_below_a_window_kept_open_for_lateness():
+    """lateness 5: at watermark 12, [0, 10) is still open until 15; its result (9.999)
+    is still to come, so the partition declares 9.999, not 12."""
+    topo = topology.from_dict(
+        {
+            "operators": [
+                {"name": "up", "et_ms": 1, "max_replicas": 1},
+                {
+                    "name": "w",
+                    "et_ms": 1,
+                    "key": "field:k",
+                    "window": {"tumbling_s": 10, "lateness_s": 5},
+                },
+            ],
+            "edges": [{"from": "source", "to": "up"}, {"from": "up", "to": "w"}],
+        }
+    )
+    core = OperatorCore(topo, "w", open_runnable(topo, "w", Context("w")))
+    store = MemoryStore()
+    valve = core.valve(store)
+    core.apply(Event("a", {"k": "x"}, 3.0, "up"), Context("w"), store)
+    assert core.declare(valve, Declaration("up", 0, 1, 12.0), store) == []
+    assert core.declaration(0, valve, store).wm == pytest.approx(9.999)
