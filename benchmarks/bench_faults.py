@@ -14,11 +14,13 @@ seconds into the replay, injects one fault:
 * ``malformed``: for the rest of the replay, 1 % of the events sent again as malformed
   records onto every topic: the ingress, each operator topic, and the control topics.
 
-``--stateful``: the orders pipeline instead (``examples/orders``: a keyed running total
-per customer and orders per customer and 2 s window, fed a generated file with event
+``--stateful``: the two-stage orders pipeline instead (``orders_check.PIPELINE``: a
+stateless validation pool, a keyed 5 s window per customer, a keyed ledger over the
+window results, and a keyed running total per order, fed a generated file with event
 times), and per fault whether every output is exact (``state_exact``: each order's
-running total and count, and each closed window, against the events file,
-``tests/support/orders_check.py``; a repeated output must carry the same value).
+running total, every window that must have closed out once and exact, and the ledger's
+running sums, against the events file, ``tests/support/orders_check.py``; a repeated
+output must carry the same value).
 
 Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
 expired, dead-lettered, lost (by id, per stage: ``shared/io/id_ledger.py``), duplicates
@@ -147,20 +149,31 @@ def stateful_setup(out: Path) -> tuple[str, str, list[dict]]:
     from tests.support import orders_check
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "orders.yaml").write_text(orders_check.TOPOLOGY)
+    (out / "orders.yaml").write_text(orders_check.PIPELINE)
     events = orders(30_000, rate=60.0, seed=5)
     (out / "orders.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return str(out / "orders.yaml"), str(out / "orders.jsonl"), events
 
 
 def state_exact(rep: dict[str, Any], events: list[dict]) -> bool:
-    from tests.support.orders_check import check_totals, check_windows, outputs_once
+    from tests.support.orders_check import (
+        WINDOW_S,
+        check_ledger,
+        check_totals,
+        check_windows,
+        ledger_windows,
+        outputs_once,
+    )
 
     totals, differ_t = outputs_once(rep["outputs"]["orders.totals"])
-    windows, differ_w = outputs_once(rep["outputs"]["orders.counts"])
+    ledger, differ_l = outputs_once(rep["outputs"]["orders.ledger"])
     sent = events[: rep["sent"]]
-    return not (differ_t or differ_w or check_totals(sent, totals)) and not check_windows(
-        sent, windows, 2.0
+    return not (
+        differ_t
+        or differ_l
+        or check_totals(sent, totals)
+        or check_windows(sent, ledger_windows(ledger), WINDOW_S)
+        or check_ledger(sent, ledger, WINDOW_S)
     )
 
 
