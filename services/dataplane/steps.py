@@ -314,13 +314,13 @@ class SlotRun:
             res.latencies.add(1000.0 * (time.time() - ev.ts))
 
     def _emit(self, ev: Envelope, outputs: list[Emitted], key: Any) -> None:
-        """``ev``'s outputs, each with its own id: to the successors' replicas, or a
-        sink's to its output topic, if it has one."""
+        """``ev``'s outputs, each with its own id: to the operator's output topic, if it
+        has one, and to the successors' replicas."""
         g, res = self.g, self.res
+        if g.op.output:  # its own topic, beside its successors if it has any
+            for _, out_id, payload in outputs:
+                g.producer.produce(g.op.output, output_record(out_id, payload), None, key)
         if not g.successors:
-            if g.op.output:
-                for _, out_id, payload in outputs:
-                    g.producer.produce(g.op.output, output_record(out_id, payload), None, key)
             return
         routers = self.routers
         assert routers is not None  # set up by _ready before the event's first step

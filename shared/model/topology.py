@@ -322,7 +322,8 @@ def _chains_to(base: Topology, op: Operator) -> Operator | None:
         nxt.max_replicas,
         nxt.on_error,
     )
-    if len(base.predecessors[nxt.name]) == 1 and op.chain and nxt.chain and alike:
+    # an operator writing its own output topic stays whole (a chain has one output)
+    if len(base.predecessors[nxt.name]) == 1 and op.chain and nxt.chain and alike and not op.output:
         return nxt
     return None
 

@@ -77,11 +77,6 @@ def validate(topo: Any) -> None:
             raise TopologyError(
                 f"topology {topo.name!r}, operator {op.name!r}: no path from {SOURCE!r} reaches it"
             )
-        if op.output and any(e.src == op.name for e in topo.edges):
-            raise TopologyError(
-                f"topology {topo.name!r}, operator {op.name!r}: only a sink writes to an "
-                f"output topic ({op.output!r}); this one has successors"
-            )
 
 
 def toposort(topo: Any) -> tuple[str, ...]:

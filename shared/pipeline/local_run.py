@@ -193,7 +193,7 @@ class _Runner:
     def _route(self, name: str, out: list[Emitted], ev: Event) -> None:
         successors = self.cores[name].successors
         for dst, out_id, payload in out:
-            if not successors:
+            if not successors or self.topo[name].output:
                 self._emit(name, payload)
             for target in [dst] if dst is not None else successors:
                 self.queue.append((target, Event(out_id, payload, ev.evt, name)))

@@ -120,3 +120,34 @@ def test_a_sink_without_output_counts_what_it_drops():
     )
     run = run_local(topo, [{"v": 1}, {"v": 2}])
     assert run.outputs == {} and run.dropped == {"a": 2}
+
+
+def test_an_operator_with_successors_writes_its_own_output_topic_too():
+    """A window's results go to its topic and on to a keyed ledger: [0, 10) holds x's
+    events at 1 and 4, [10, 20) x's at 12; the ledger sums the counts."""
+    topo = from_dict(
+        {
+            "name": "two",
+            "source": {"time": "field:t"},
+            "operators": [
+                {
+                    "name": "count",
+                    "key": "field:k",
+                    "window": {"tumbling_s": 10},
+                    "et_ms": 1,
+                    "output": "counts",
+                },
+                {
+                    "name": "ledger",
+                    "key": "field:key",
+                    "et_ms": 1,
+                    "output": "ledger",
+                    "code": "tests.support.engine_ops:sum_values",
+                },
+            ],
+            "edges": [{"from": "source", "to": "count"}, {"from": "count", "to": "ledger"}],
+        }
+    )
+    run = run_local(topo, [{"k": "x", "t": t} for t in (1, 4, 12)])
+    assert [(w["start"], w["value"]) for w in run.outputs["counts"]] == [(0.0, 2), (10.0, 1)]
+    assert run.outputs["ledger"] == [{"key": "x", "sum": 2}, {"key": "x", "sum": 3}]

@@ -85,7 +85,6 @@ def test_the_path_time_is_the_longest_branch():
         (doc(edges=[{"from": "source", "to": "a"}]), "operator 'b': no path"),
         (doc(ops=[{"name": "a", "et_ms": 1, "cost": 2}, {"name": "b"}]), "unknown keys"),
         (doc(ops=[{"name": "a", "on_error": "ignore"}, {"name": "b"}]), "on_error: input"),
-        (doc(ops=[{"name": "a", "output": "out"}, {"name": "b"}]), "only a sink writes"),
         (
             doc(
                 ops=[
