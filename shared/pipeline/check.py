@@ -19,9 +19,9 @@ from shared.model.topology import Topology, TopologyError
 from shared.pipeline.chain import open_runnable
 from shared.pipeline.failures import MAX_FAILURE_SHARE, OperatorFailing, user_frames
 from shared.pipeline.local_run import DeadLetter, LocalRun, connect_redis, run_local
-from shared.pipeline.operators import Context, DiscardedWrites, OperatorLoadError
+from shared.pipeline.operators import Context, DiscardedWrites, NotASuccessor, OperatorLoadError
 from shared.pipeline.samples import sample_payloads
-from shared.pipeline.stateful import Count, open_aggregate
+from shared.pipeline.stateful import Count, WindowAggregator, open_aggregate
 
 # past this share of its sample events raising, an operator has a bug, not bad input:
 # the share past which the dataplane's FailureGuard stops one
@@ -113,8 +113,8 @@ def open_errors(topo: Topology, redis: Any = None) -> list[Finding]:
     for name in base.order:
         op = base[name]
         try:
-            if op.window is not None:
-                _ = open_aggregate(op.code, name) if op.code else Count()
+            if op.window is not None:  # the runtime's rules too (a session needs merge)
+                WindowAggregator(op, open_aggregate(op.code, name) if op.code else Count())
             else:
                 ctx = Context(name, redis, "check", DiscardedWrites())
                 open_runnable(base, name, ctx).close()
@@ -142,7 +142,18 @@ def raised_findings(run: LocalRun, with_redis: bool) -> list[Finding]:
         if not with_redis and NO_REDIS.search(first.reason):
             level = "warning"
         out.append(Finding(level, _no_redis_hint(text, level), first.frames))
+        out += _bad_routes(name, letters)
     return out
+
+
+def _bad_routes(name: str, letters: list[DeadLetter]) -> list[Finding]:
+    """A route to a name that is not a successor loses every such event: an error,
+    however few of the samples took it."""
+    routes = [d for d in letters if d.reason.startswith(NotASuccessor.__name__ + ":")]
+    if not routes:
+        return []
+    text = f"operator {name!r} routes {len(routes)} sample events nowhere: {routes[0].reason}"
+    return [Finding("error", text, routes[0].frames)]
 
 
 def _no_redis_hint(text: str, level: str) -> str:

@@ -189,6 +189,11 @@ def open_operator(code: str, operator: str, ctx: Context) -> Runnable:
     return inst
 
 
+class NotASuccessor(TypeError):
+    """An operator routed an output to a name that is not one of its successors (the
+    event is lost to the pipeline: ``check`` calls it an error)."""
+
+
 def normalise(result: Any, operator: str, successors: tuple[str, ...]) -> Output:
     """The operator's return value as ``[(successor or None, payload)]``. A malformed
     return is the operator's bug: a ``TypeError`` naming it (counted as its failure)."""
@@ -207,7 +212,7 @@ def normalise(result: Any, operator: str, successors: tuple[str, ...]) -> Output
                 "(successor or None, payload)"
             )
         if item[0] is not None and item[0] not in successors:
-            raise TypeError(
+            raise NotASuccessor(
                 f"operator {operator!r} sent to {item[0]!r}, not one of its successors "
                 f"{list(successors)}"
             )

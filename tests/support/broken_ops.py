@@ -25,3 +25,18 @@ class OpenRaises:
 
     def process(self, ev: Any, ctx: Any) -> list[tuple[str | None, Any]]:
         return [(None, ev)]
+
+
+def routes_nowhere(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """Sends its third event to a name that is not a successor."""
+    return [("nope" if ev["n"] == 2 else None, ev)]
+
+
+class NoMerge:
+    """A session window's aggregate without merge()."""
+
+    def initial(self) -> int:
+        return 0
+
+    def add(self, acc: int, ev: Any) -> int:
+        return acc + 1

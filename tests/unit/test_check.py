@@ -38,6 +38,16 @@ def _write(tmp_path: Path, operator: str) -> str:
             f"{{name: a, code: '{OPS}:raises_on_most', output: out}}",
             "raised on 4 of 7 sample events; the first (local/1): KeyError: 'lang'",
         ),
+        (
+            f"{{name: a, code: '{OPS}:routes_nowhere', output: out}}",
+            "operator 'a' routes 1 sample events nowhere: NotASuccessor: operator 'a' sent "
+            "to 'nope'",
+        ),
+        (
+            f"{{name: a, code: '{OPS}:NoMerge', key: 'field:text', output: out, "
+            "window: {session_gap_s: 5}}",
+            "a session window's aggregate needs merge(a, b)",
+        ),
     ],
 )
 def test_each_fault_is_one_error_line_and_exit_2(tmp_path, capsys, operator, cause):
@@ -66,3 +76,14 @@ def test_schema_describes_the_operator_keys(capsys):
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert {"et_ms", "key", "window", "output"} <= set(schema["$defs"]["OperatorDoc"]["properties"])
+
+
+def test_a_session_without_merge_is_an_error_even_without_sample_events(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "edges: [{from: source, to: a}]\noperators:\n"
+        f"  - {{name: a, code: '{OPS}:NoMerge', key: 'field:u', output: out, "
+        "window: {session_gap_s: 5}}\n"
+    )
+    assert main(["check", "--topology", str(path)]) == 2
+    assert "a session window's aggregate needs merge(a, b)" in capsys.readouterr().out
