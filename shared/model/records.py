@@ -78,6 +78,10 @@ class SourceSpec:
                 out[k] = v
         return out
 
+    @property
+    def _fields_used(self) -> bool:
+        return bool(self._id_path or self._time_path or self.key)
+
     def payload(self, raw: bytes | None) -> Any:
         if raw is None:
             raise BadRecord("empty record (no value)")
@@ -104,6 +108,11 @@ class SourceSpec:
     ) -> tuple[Envelope, str | None]:
         """The record as an event and its LAS key (None: unkeyed)."""
         payload = self.payload(raw)
+        if self.format == "json" and not isinstance(payload, dict) and self._fields_used:
+            raise BadRecord(
+                f"a JSON {type(payload).__name__}, not an object: the source reads its "
+                "id, time or key from fields"
+            )
         if self._id_path:
             found = lookup_first(payload, self._id_path)
             if found is None:

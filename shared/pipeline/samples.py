@@ -20,20 +20,25 @@ GENERATED = 5000  # payloads drawn from a generator (then cycled)
 JSON_LINES = (".jsonl", ".ndjson")  # read as JSON whatever the source's format
 
 
+class RawLine(bytes):
+    """A sample line that is not JSON: passed on as the record it would be, so the
+    source dead-letters it with the reason, as the live ingress does."""
+
+
 def read_events(path: Path, fmt: str = "json") -> list[Any]:
     """The payloads of ``path`` for a source of format ``fmt`` (see the module's text); a
-    line that is not JSON where JSON is expected is an error naming it."""
+    line that is not JSON where JSON is expected is kept as a ``RawLine``."""
     if not path.exists():
         raise FileNotFoundError(f"events file {path} does not exist")
     if fmt != "json" and path.suffix not in JSON_LINES:
         return [line for line in path.read_text().splitlines() if line.strip()]
     out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for line in path.read_text().splitlines():
         if line.strip():
             try:
                 out.append(orjson.loads(line))
-            except orjson.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+            except orjson.JSONDecodeError:
+                out.append(RawLine(line.encode()))
     return out
 
 
@@ -60,7 +65,9 @@ def sample_payloads(
 
 def record_bytes(payload: Any, fmt: str) -> bytes:
     """A payload as the source's record format carries it (a text or bytes source's
-    sample line is a JSON string)."""
+    sample line is a JSON string; a ``RawLine`` is the record as it was)."""
+    if isinstance(payload, RawLine):
+        return bytes(payload)
     if fmt == "json":
         return orjson.dumps(payload)
     return payload.encode() if isinstance(payload, str) else orjson.dumps(payload)

@@ -151,3 +151,26 @@ def test_an_operator_with_successors_writes_its_own_output_topic_too():
     run = run_local(topo, [{"k": "x", "t": t} for t in (1, 4, 12)])
     assert [(w["start"], w["value"]) for w in run.outputs["counts"]] == [(0.0, 2), (10.0, 1)]
     assert run.outputs["ledger"] == [{"key": "x", "sum": 2}, {"key": "x", "sum": 3}]
+
+
+def test_records_the_source_cannot_read_are_dead_lettered_with_what_is_wrong(tmp_path):
+    """As the live ingress: a line that is not JSON, and a JSON array where the source
+    reads its time from a field, each dead-lettered at the source with its reason."""
+    from shared.pipeline.samples import read_events
+
+    events = tmp_path / "ev.jsonl"
+    events.write_text('{"k": "x", "t": 1}\nnot json\n[1, 2]\n')
+    topo = from_dict(
+        {
+            "source": {"time": "field:t"},
+            "operators": [{"name": "a", "et_ms": 1, "output": "out"}],
+            "edges": [{"from": "source", "to": "a"}],
+        }
+    )
+    run = run_local(topo, read_events(events))
+    assert run.events == 3 and run.received == {"a": 1}
+    reasons = [d.reason for d in run.dead_letters]
+    assert reasons[0].startswith("not JSON")
+    assert (
+        reasons[1] == "a JSON list, not an object: the source reads its id, time or key from fields"
+    )
