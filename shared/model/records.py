@@ -7,7 +7,8 @@ source:
   id: offset                 # offset (topic/partition/offset) | field:<dotted.path>
   time: timestamp            # event time: the record timestamp | field:<path> (epoch
                              # s/ms, ISO 8601); latency always runs from the timestamp
-  key: user.id               # the LAS key: a dotted path into the payload (json only)
+  key: field:user.id         # the LAS key: a path into the payload (json only; the old
+                             # form without field: is read too, with a warning)
 ```
 
 The envelope (id, send time, payload) is internal: the ingress wraps every record it
@@ -45,6 +46,7 @@ class SourceSpec:
     generator: str = ""
     _id_path: Paths = field(default=(), init=False, repr=False, compare=False)
     _time_path: Paths = field(default=(), init=False, repr=False, compare=False)
+    _key_path: Paths = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -58,6 +60,17 @@ class SourceSpec:
             raise ValueError("source: id, time and key fields need format: json")
         object.__setattr__(self, "_id_path", paths(self.id))
         object.__setattr__(self, "_time_path", paths(self.time))
+        key = self.key if not self.key or self.key.startswith("field:") else f"field:{self.key}"
+        object.__setattr__(self, "_key_path", paths(key))
+
+    def warnings(self) -> list[str]:
+        """What is read, but in a form kept only for old topologies."""
+        if self.key and not self.key.startswith("field:"):
+            return [
+                f"source.key {self.key!r} is the old form of key: 'field:{self.key}' "
+                "(read the same way; write it as operators' keys are written)"
+            ]
+        return []
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any] | None) -> SourceSpec:
@@ -126,7 +139,7 @@ class SourceSpec:
         if self._time_path:
             where = self.time[len("field:") :]
             evt = event_time(lookup_first(payload, self._time_path), where)
-        key = lookup(payload, tuple(self.key.split("."))) if self.key else None
+        key = lookup_first(payload, self._key_path) if self._key_path else None
         return Envelope(event_id, ts, "source", payload, part=partition, evt=evt), key
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.model import topology as topology_model
+from shared.model.records import lookup_first, paths
 from shared.model.topology import Topology, TopologyError
 from shared.pipeline.chain import open_runnable
 from shared.pipeline.failures import MAX_FAILURE_SHARE, OperatorFailing, user_frames
@@ -67,6 +68,7 @@ def check(
         return CheckReport([Finding("error", str(exc))])
     client = connect_redis(redis)
     report = CheckReport(sink_warnings(topo), operators=len(topo.declared.operators))
+    report.findings += [Finding("warning", w) for w in topo.source.warnings()]
     try:
         samples = sample_payloads(topo, events_file)
     except (FileNotFoundError, ValueError, OperatorLoadError) as exc:
@@ -88,7 +90,19 @@ def check(
         return report
     report.events = len(samples)
     report.findings += raised_findings(report.run, client is not None)
+    report.findings += key_findings(topo, samples)
     return report
+
+
+def key_findings(topo: Topology, samples: list[Any]) -> list[Finding]:
+    """A source key no sample event has (a typo leaves every event unkeyed for LAS)."""
+    src = topo.source
+    if not src.key or src.format != "json":
+        return []
+    path = paths(src.key if src.key.startswith("field:") else f"field:{src.key}")
+    if any(isinstance(p, dict) and lookup_first(p, path) is not None for p in samples):
+        return []
+    return [Finding("warning", f"source.key {src.key!r} is in none of the sample events")]
 
 
 def sink_warnings(topo: Topology) -> list[Finding]:

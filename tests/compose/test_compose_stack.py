@@ -30,7 +30,7 @@ OPS = ("square", "offset")
 
 TOPOLOGY = """
 name: squares
-source: {topics: [readings], key: sensor, sample_events: readings.jsonl}
+source: {topics: [readings], key: "field:sensor", sample_events: readings.jsonl}
 operators:
   - {name: square, code: "userpipe.ops:square", max_replicas: 4, et_ms: 2}
   - {name: offset, code: "userpipe.ops:Offset", max_replicas: 4, output: results}

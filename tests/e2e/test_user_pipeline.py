@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 
 TOPOLOGY = """
 name: squares
-source: {topics: [user.readings], format: json, key: sensor, sample_events: readings.jsonl}
+source: {topics: [user.readings], format: json, key: "field:sensor", sample_events: readings.jsonl}
 operators:
   - {name: square, code: "userpipe.ops:square", max_replicas: 4, et_ms: 5}
   - {name: offset, code: "userpipe.ops:Offset", max_replicas: 4, output: user.results}

@@ -21,7 +21,7 @@ from typing import Any
 TOPOLOGY = """
 name: orders-stateful
 source: {topics: [orders], format: json, id: "field:order_id", time: "field:ts",
-         key: customer}
+         key: "field:customer"}
 operators:
   - {name: total, code: "sps_orders.operators:running_total", key: "field:customer",
      et_ms: 2, max_replicas: 4, output: orders.totals}
@@ -44,7 +44,7 @@ WINDOW_S = 5.0  # the two-stage pipeline's window
 PIPELINE = """
 name: orders-two-stage
 source: {topics: [orders], format: json, id: "field:order_id", time: "field:ts",
-         key: customer}
+         key: "field:customer"}
 operators:
   - {name: validate, code: "sps_orders.operators:validate", et_ms: 0.2, max_replicas: 4}
   - {name: total, code: "sps_orders.operators:running_total", key: "field:customer",

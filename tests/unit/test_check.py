@@ -87,3 +87,19 @@ def test_a_session_without_merge_is_an_error_even_without_sample_events(tmp_path
     )
     assert main(["check", "--topology", str(path)]) == 2
     assert "a session window's aggregate needs merge(a, b)" in capsys.readouterr().out
+
+
+def test_the_old_source_key_form_is_read_with_a_warning_and_a_typo_is_told(tmp_path, capsys):
+    (tmp_path / "ev.jsonl").write_text('{"user": "u1", "text": "A"}\n')
+    for key, warning in (
+        ("user", "source.key 'user' is the old form of key: 'field:user'"),
+        ("'field:usr'", "source.key 'field:usr' is in none of the sample events"),
+    ):
+        path = tmp_path / "k.yaml"
+        path.write_text(
+            f"source: {{sample_events: ev.jsonl, key: {key}}}\n"
+            f"edges: [{{from: source, to: a}}]\noperators:\n"
+            f"  - {{name: a, code: '{OPS}:lower', output: out}}\n"
+        )
+        assert main(["check", "--topology", str(path)]) == 0
+        assert f"warning: {warning}" in capsys.readouterr().out
