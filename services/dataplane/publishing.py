@@ -59,6 +59,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
         "late": sum(r.late for r in results),
         "fired": sum(r.fired for r in results),
         "repeats": sum(r.repeats for r in results),
+        "state_expired": sum(r.state_expired for r in results),
     }
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
     interval = int(time.time() // g.td)

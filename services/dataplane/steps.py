@@ -106,6 +106,7 @@ class SlotResult:
     late: int = 0  # window events that arrived after their windows closed
     fired: int = 0  # windows closed and emitted
     repeats: int = 0  # events this keyed partition had applied already (same id)
+    state_expired: int = 0  # keys whose state outlived state_ttl_s
     marks: Any = None  # a stateless partition's watermarks (declaring.Marks), if changed
     keyed: Any = None  # a keyed operator's KeyedSlot: committed after the flush
     busy: float = 0.0
@@ -203,6 +204,7 @@ class SlotRun:
             last = g.core.declaration(self.slot.replica, self.valve, store)
             self.declarer = Declarer(g.producer, g.declare_to, last)
         fired = g.core.declare(self.valve, d, store)
+        self.res.state_expired += g.core.expire(self.valve, store)
         if fired:
             self._ready()
         for result in fired:

@@ -88,6 +88,7 @@ class Collected:
     deadletter: Path
     moves: list[dict]  # keyed operators' resizes (services/ensemble/state_moves.py)
     pauses: dict[str, list[dict]]
+    state: dict[str, dict[str, int]]  # per stateful operator: windows fired, repeats, ...
 
 
 def run(
@@ -259,7 +260,19 @@ def _collect(ens: Any, topo: topology_mod.Topology, run_dir: Path, tracked: bool
         deadletter=deadletter,
         moves=KnowledgeBase(r, prefix).moves(),
         pauses={op.name: KnowledgeBase(r, prefix).pauses(op.name) for op in topo.operators},
+        state={
+            op.name: state_counts(KnowledgeBase(r, prefix), op.name)
+            for op in topo.operators
+            if op.stateful
+        },
     )
+
+
+def state_counts(kb: KnowledgeBase, operator: str) -> dict[str, int]:
+    """A stateful operator's engine counts: windows fired, events it had applied before
+    (repeats), keys whose state expired (``state_ttl_s``), late events."""
+    counts = kb.counts(operator)
+    return {k: counts.get(k, 0) for k in ("fired", "repeats", "state_expired", "late")}
 
 
 def _report(
@@ -295,6 +308,7 @@ def _report(
     rep["outputs"] = got.outputs
     rep["deadletter"] = str(got.deadletter)
     rep["tau_ms"] = tau_ms
+    rep["state"] = got.state
     return rep, intervals
 
 

@@ -199,6 +199,11 @@ class PartitionStore:
                 self._index[(int(group), str(field))] = float(end)
         return self._index
 
+    def end_of(self, group: int, field: str) -> float | None:
+        if (group, field) in self._ends:
+            return self._ends[(group, field)]
+        return self._open().get((group, field))
+
     def oldest_end(self) -> float | None:
         """The end of the oldest open window (None: none is open)."""
         ends = {**self._open(), **self._ends}

@@ -25,6 +25,7 @@ OPERATOR_KEYS = {
     "key",
     "window",
     "key_groups",
+    "state_ttl_s",
 }
 
 
@@ -41,7 +42,9 @@ class Operator:
     ``chain``: False keeps it out of a chain (``chained``). ``members``: the declared
     operators a chained operator runs in turn (empty for a declared one). ``key``: a
     keyed operator's ``field:<path>`` (``shared.model.keyed``), with ``key_groups`` its
-    most parallelism; ``window``: an event-time window operator's (``windows``)."""
+    most parallelism; ``window``: an event-time window operator's (``windows``).
+    ``state_ttl_s``: a keyed operator's key state expires once the watermark passes its
+    last event's time plus this (event time: ``run_local`` and the dataplane agree)."""
 
     name: str
     et_ms: float | None
@@ -56,6 +59,7 @@ class Operator:
     key: str = ""
     window: WindowSpec | None = None
     key_groups: int = DEFAULT_KEY_GROUPS
+    state_ttl_s: float | None = None
 
     @property
     def stateful(self) -> bool:
@@ -97,6 +101,8 @@ def operator_dict(o: Operator) -> dict[str, Any]:
         out["key"], out["key_groups"] = o.key, o.key_groups
     if o.window is not None:
         out["window"] = o.window.to_dict()
+    if o.state_ttl_s is not None:
+        out["state_ttl_s"] = o.state_ttl_s
     return out
 
 
@@ -123,6 +129,7 @@ def operator_from_doc(od: Mapping[str, Any], where: str) -> Operator:
         key=key,
         window=window,
         key_groups=int(od.get("key_groups", max(DEFAULT_KEY_GROUPS, pool[1]))),
+        state_ttl_s=float(od["state_ttl_s"]) if od.get("state_ttl_s") is not None else None,
     )
 
 

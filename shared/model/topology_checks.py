@@ -46,6 +46,14 @@ def validate(topo: Any) -> None:
             raise TopologyError(
                 f"{where}: key_groups {op.key_groups} is below max_replicas {op.max_replicas}"
             )
+        if op.state_ttl_s is not None and (not op.key or op.window is not None):
+            raise TopologyError(
+                f"{where}: state_ttl_s goes with a keyed operator's state (key:, no window:)"
+            )
+        if op.state_ttl_s is not None and not (
+            math.isfinite(op.state_ttl_s) and op.state_ttl_s > 0
+        ):
+            raise TopologyError(f"{where}: state_ttl_s must be positive, got {op.state_ttl_s}")
         if op.min_replicas > op.max_replicas:
             raise TopologyError(
                 f"{where}: min_replicas {op.min_replicas} is above max_replicas {op.max_replicas}"

@@ -44,6 +44,12 @@ class OperatorDoc(BaseModel):
     key: str = Field("", description="'field:<path>': the key of a keyed operator's state")
     key_groups: int | None = Field(None, ge=1, description="a keyed operator's most parallelism")
     window: WindowDoc | None = Field(None, description="an event-time window operator's")
+    state_ttl_s: float | None = Field(
+        None,
+        gt=0,
+        description="a keyed operator's: a key's state expires after this much "
+        "event time without an event for the key",
+    )
 
 
 class EdgeDoc(BaseModel):

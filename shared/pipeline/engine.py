@@ -110,6 +110,8 @@ class OperatorCore:
             result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
             state.save()
             store.mark_applied(ev.once_key)
+            if self.op.state_ttl_s is not None and len(state):
+                self._keep_until(store, state.group, ctx.key, ev.evt + self.op.state_ttl_s)
         else:
             result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
         return with_ids(ev.id, result)
@@ -126,6 +128,24 @@ class OperatorCore:
         if advanced and self.window is not None:
             return self.window.fire(store, valve.current)
         return []
+
+    @staticmethod
+    def _keep_until(store: Any, group: int, key: str, until: float) -> None:
+        """A key's state lives until the watermark passes ``until`` (its latest event's
+        time plus the TTL: an older event never shortens it)."""
+        current = store.end_of(group, key)
+        if current is None or until > current:
+            store.set_end(group, key, until)
+
+    def expire(self, valve: Valve, store: Any) -> int:
+        """``state_ttl_s``: the keys whose state the watermark has passed, removed."""
+        if self.op.state_ttl_s is None or valve.current is None:
+            return 0
+        gone = store.due(valve.current)
+        for group, key, _ in gone:
+            store.delete("s", group, key)
+            store.set_end(group, key, None)
+        return len(gone)
 
     def declaration(self, part: int, valve: Valve, store: Any) -> Declaration:
         """What this partition declares to its successors. A window operator's open

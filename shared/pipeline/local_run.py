@@ -51,7 +51,8 @@ class LocalRun:
     without ``output:``, how many payloads it emitted to nowhere; ``late``: (operator,
     event id) of events whose windows had closed; ``state``: each keyed operator's
     per-key ``ctx.state`` at the end; ``received``: events in, per operator;
-    ``repeats``: per keyed or window operator, events it had applied already (same id)."""
+    ``repeats``: per keyed or window operator, events it had applied already (same id);
+    ``expired_state``: per operator with ``state_ttl_s``, keys whose state expired."""
 
     outputs: dict[str, list[Any]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
@@ -61,6 +62,7 @@ class LocalRun:
     events: int = 0
     received: dict[str, int] = field(default_factory=dict)
     repeats: dict[str, int] = field(default_factory=dict)
+    expired_state: dict[str, int] = field(default_factory=dict)
 
 
 def run_local(
@@ -104,6 +106,7 @@ class _Runner:
         self.valves: dict[str, Valve] = {}
         self.declared: dict[str, Declaration] = {}
         self.source_wm: float | None = None
+        self.ending = False
         for name in topo.order:
             writes = redis.pipeline(transaction=False) if redis is not None else DiscardedWrites()
             self.ctx[name] = ctx = Context(name, redis, prefix, writes)
@@ -133,7 +136,9 @@ class _Runner:
             self._from_source(Declaration("source", 0, 1, ev.evt))
 
     def finish(self) -> None:
-        """The end of the input: the source's last watermark closes every window."""
+        """The end of the input: the source's last watermark closes every window (and
+        expires no state: what is left is the run's ``state``)."""
+        self.ending = True
         self._from_source(Declaration("source", 0, 1, math.inf, idle=True))
 
     def _from_source(self, d: Declaration) -> None:
@@ -144,7 +149,12 @@ class _Runner:
         """A declaration into ``name``: the windows it closes go on first, then the
         operator's own declaration, if it changed, to its successors."""
         core, valve = self.cores[name], self.valves[name]
-        for res in core.declare(valve, d, self.stores[name]):
+        fired = core.declare(valve, d, self.stores[name])
+        if not self.ending:  # +inf ends the input: windows close, state is kept
+            gone = core.expire(valve, self.stores[name])
+            if gone:
+                self.result.expired_state[name] = self.result.expired_state.get(name, 0) + gone
+        for res in fired:
             window = Event(res.id, res.payload, res.event_time, name)
             self._route(name, [(None, res.id, res.payload)], window)
             self._drain()

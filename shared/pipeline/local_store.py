@@ -59,6 +59,9 @@ class MemoryStore:
                 out.append((group, field, end))
         return out
 
+    def end_of(self, group: int, field: str) -> float | None:
+        return self._ends.get((group, field))
+
     def oldest_end(self) -> float | None:
         """The end of the oldest open window (None: none is open)."""
         return min(self._ends.values(), default=None)

@@ -39,6 +39,7 @@ class Store(Protocol):
     def set_end(self, group: int, field: str, end: float | None) -> None: ...
     def due(self, until: float) -> list[tuple[int, str, float]]: ...
     def oldest_end(self) -> float | None: ...
+    def end_of(self, group: int, field: str) -> float | None: ...
     def applied(self, event_id: str) -> bool: ...
     def mark_applied(self, event_id: str) -> None: ...
 
@@ -49,7 +50,7 @@ class KeyState(MutableMapping[str, Any]):
     raises leaves no write behind."""
 
     def __init__(self, store: Store, group: int, key: str) -> None:
-        self._store, self._group, self._key = store, group, key
+        self._store, self.group, self._key = store, group, key
         found = store.get("s", group, key)
         # a copy: the operator may change nested values in place before it raises
         self._data: dict[str, Any] = (
@@ -61,9 +62,9 @@ class KeyState(MutableMapping[str, Any]):
         if not self._changed:
             return
         if self._data:
-            self._store.put("s", self._group, self._key, self._data)
+            self._store.put("s", self.group, self._key, self._data)
         else:
-            self._store.delete("s", self._group, self._key)
+            self._store.delete("s", self.group, self._key)
 
     def __getitem__(self, name: str) -> Any:
         self._changed = True  # the value may be changed in place

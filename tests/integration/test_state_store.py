@@ -155,3 +155,29 @@ def test_closing_windows_reads_their_accumulators_in_one_round_trip(redis_client
         redis_client.execute_command = real
     assert len(fired) == 400 and {r.payload["value"] for r in fired} == {1}
     assert sorted(sent) == ["EVALSHA", "ZRANGE"]  # the index, then every accumulator
+
+
+def test_a_keys_state_expires_in_redis_after_its_ttl(redis_client):
+    """state_ttl_s 30 through the engine's core on a Redis partition: alice at 0, bob at
+    20; the watermark 35 expires alice (0 + 30) and keeps bob (50), committed."""
+    from shared.io.watermarks import Declaration
+    from shared.pipeline.chain import open_runnable
+    from shared.pipeline.engine import Event, OperatorCore
+    from shared.pipeline.operators import Context
+
+    op = {"name": "t", "et_ms": 1, "key": "field:k", "state_ttl_s": 30,
+          "code": "tests.support.keyed_ops:running_total"}  # fmt: skip
+    topo = topology.from_dict({"operators": [op], "edges": [{"from": "source", "to": "t"}]})
+    core = OperatorCore(topo, "t", open_runnable(topo, "t", Context("t")))
+    keys = Keys("ttl1")
+    store = PartitionStore(redis_client, keys, "t", 0)
+    valve = core.valve(store)
+    for i, (k, t) in enumerate((("alice", 0.0), ("bob", 20.0))):
+        core.apply(Event(f"e{i}", {"k": k, "v": 1, "sent": 0}, t), Context("t"), store)
+    core.declare(valve, Declaration("source", 0, 1, 35.0), store)
+    assert core.expire(valve, store) == 1
+    assert store.commit(2, owner=0)
+    after = PartitionStore(redis_client, keys, "t", 0)
+    assert KeyState(after, key_group("alice", 128), "alice") == {}
+    assert KeyState(after, key_group("bob", 128), "bob")["total"] == 1
+    assert after.oldest_end() == 50.0

@@ -21,3 +21,13 @@ def write_then_raise(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any
 
 def split(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     return [(None, {**ev, "half": 1}), (None, {**ev, "half": 2})]
+
+
+def interval_join(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A click matched to its impression (keyed by impression id) within the TTL."""
+    if ev["kind"] == "impression":
+        ctx.state["shown_at"] = ev["t"]
+        return []
+    if "shown_at" not in ctx.state:
+        return []  # never shown, or shown longer ago than state_ttl_s
+    return [(None, {"impression": ctx.key, "after_s": ev["t"] - ctx.state["shown_at"]})]

@@ -236,3 +236,13 @@ def test_a_window_partition_declares_below_a_window_kept_open_for_lateness():
     core.apply(Event("a", {"k": "x"}, 3.0, "up"), Context("w"), store)
     assert core.declare(valve, Declaration("up", 0, 1, 12.0), store) == []
     assert core.declaration(0, valve, store).wm == pytest.approx(9.999)
+
+
+def test_a_fired_windows_state_is_gone():
+    p = Partition("win")
+    for i, t in enumerate((1, 2, 11)):
+        p.event(f"e{i}", t, k="x")
+    assert p.store.open_windows() == 2
+    p.declare("up", 0, 30, idle=True)
+    p.declare("up", 1, 30, idle=True)
+    assert [i for i, _ in p.out] == ["x@0", "x@10"] and p.store.open_windows() == 0

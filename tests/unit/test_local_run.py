@@ -174,3 +174,57 @@ def test_records_the_source_cannot_read_are_dead_lettered_with_what_is_wrong(tmp
     assert (
         reasons[1] == "a JSON list, not an object: the source reads its id, time or key from fields"
     )
+
+
+def _join(ttl: float | None) -> Any:
+    op = {
+        "name": "join",
+        "key": "field:imp",
+        "et_ms": 1,
+        "output": "matches",
+        "code": "tests.support.engine_ops:interval_join",
+    }
+    if ttl is not None:
+        op["state_ttl_s"] = ttl
+    return from_dict(
+        {
+            "source": {"time": "field:t"},
+            "operators": [op],
+            "edges": [{"from": "source", "to": "join"}],
+        }
+    )
+
+
+def test_a_keys_state_expires_after_state_ttl_s_of_event_time():
+    """Impression i1 at 0, i2 at 20; a click on i1 at 5 matches; the watermark 35
+    (i3) passes i1's 0 + 30: its state is gone, so i1's click at 36 does not match,
+    while i2's (20 + 30 = 50 not passed) at 36 does. At the end i2 and i3 are kept."""
+    events = [
+        {"kind": "impression", "imp": "i1", "t": 0},
+        {"kind": "click", "imp": "i1", "t": 5},
+        {"kind": "impression", "imp": "i2", "t": 20},
+        {"kind": "impression", "imp": "i3", "t": 35},
+        {"kind": "click", "imp": "i1", "t": 36},
+        {"kind": "click", "imp": "i2", "t": 36},
+    ]
+    run = run_local(_join(30), events)
+    assert run.outputs["matches"] == [
+        {"impression": "i1", "after_s": 5},
+        {"impression": "i2", "after_s": 16},
+    ]
+    assert run.expired_state == {"join": 1}
+    assert run.state["join"] == {"i2": {"shown_at": 20}, "i3": {"shown_at": 35}}
+    without = run_local(_join(None), events)
+    assert len(without.outputs["matches"]) == 3 and without.expired_state == {}
+
+
+def test_a_state_ttl_goes_with_a_keyed_operators_state_only():
+    from shared.model.topology import TopologyError
+
+    with pytest.raises(TopologyError, match="state_ttl_s goes with a keyed operator"):
+        from_dict(
+            {
+                "operators": [{"name": "a", "et_ms": 1, "state_ttl_s": 5}],
+                "edges": [{"from": "source", "to": "a"}],
+            }
+        )
