@@ -181,3 +181,28 @@ def test_a_keys_state_expires_in_redis_after_its_ttl(redis_client):
     assert KeyState(after, key_group("alice", 128), "alice") == {}
     assert KeyState(after, key_group("bob", 128), "bob")["total"] == 1
     assert after.oldest_end() == 50.0
+
+
+def test_a_repeat_and_a_raise_leave_redis_state_as_once_and_untouched(redis_client):
+    """Through the engine's core on a Redis partition: v 10 applied and committed; the
+    same event again at a later offset (an upstream retry) is a repeat; v 99 raises
+    after writing: the total stays 10, the list [10]."""
+    from shared.pipeline.chain import open_runnable
+    from shared.pipeline.engine import Event, OperatorCore
+    from shared.pipeline.operators import Context
+
+    op = {"name": "b", "et_ms": 1, "key": "field:k",
+          "code": "tests.support.engine_ops:write_then_raise"}  # fmt: skip
+    topo = topology.from_dict({"operators": [op], "edges": [{"from": "source", "to": "b"}]})
+    core = OperatorCore(topo, "b", open_runnable(topo, "b", Context("b")))
+    keys = Keys("once1")
+    first = PartitionStore(redis_client, keys, "b", 0)
+    core.apply(Event("e1", {"k": "x", "v": 10}, 1.0), Context("b"), first)
+    assert first.commit(1, owner=0)
+    again = PartitionStore(redis_client, keys, "b", 0)
+    assert core.repeat(Event("e1", {"k": "x", "v": 10}, 1.0), again)
+    with pytest.raises(ValueError, match="too large"):
+        core.apply(Event("e2", {"k": "x", "v": 99}, 2.0), Context("b"), again)
+    assert again.commit(3, owner=0)
+    after = PartitionStore(redis_client, keys, "b", 0)
+    assert dict(KeyState(after, key_group("x", 128), "x")) == {"total": 10, "seen": [10]}
