@@ -36,10 +36,12 @@ class Marks:
 
 class Declarer:
     """Sends a slot's declaration when it changed: at most every ``DECLARE_EVERY_S``
-    while the task serves, and at its end."""
+    while the task serves, at once when it wakes from idle, and at the task's end. What
+    successors last heard is not known at the task's start: its first one always goes."""
 
-    def __init__(self, producer: Any, targets: list[tuple[str, int]], last: Declaration) -> None:
-        self.producer, self.targets, self.last = producer, targets, last
+    def __init__(self, producer: Any, targets: list[tuple[str, int]]) -> None:
+        self.producer, self.targets = producer, targets
+        self.last: Declaration | None = None
         self.sent_at = float("-inf")
         self.pending: Declaration | None = None
 
@@ -49,7 +51,8 @@ class Declarer:
             return
         self.pending = d
         now = time.monotonic()
-        if force or now - self.sent_at >= DECLARE_EVERY_S:
+        woke = self.last is not None and self.last.idle and not d.idle
+        if force or woke or now - self.sent_at >= DECLARE_EVERY_S:
             body = d.encode()
             for topic, partition in self.targets:
                 self.producer.produce(topic, body, partition=partition)

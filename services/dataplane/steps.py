@@ -201,8 +201,7 @@ class SlotRun:
         g, store = self.g, self._partition_marks()
         if self.valve is None:
             self.valve = g.core.valve(store)
-            last = g.core.declaration(self.slot.replica, self.valve, store)
-            self.declarer = Declarer(g.producer, g.declare_to, last)
+            self.declarer = Declarer(g.producer, g.declare_to)
         fired = g.core.declare(self.valve, d, store)
         self.res.state_expired += g.core.expire(self.valve, store)
         if fired:

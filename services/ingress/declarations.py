@@ -34,16 +34,15 @@ class SourceDeclarations:
     def _number(self) -> None:
         """One number per source partition, across topics (again when a topic grows or
         did not exist yet)."""
-        index: dict[tuple[str, int], int] = {}
+        index = dict(self.index)  # a number once given is kept (new ones go last)
         for topic in self.topics:
             meta = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
             for p in sorted(meta.partitions if meta is not None else ()):
-                index[(topic, p)] = len(index)
-        if index != self.index:
+                index.setdefault((topic, p), len(index))
+        if len(index) != len(self.index):
             self.index, self.of = index, len(index)
-            self.clocks = {
-                j: self.clocks.get(j) or SourceClock(self.idle_s) for j in index.values()
-            }
+            for j in index.values():
+                self.clocks.setdefault(j, SourceClock(self.idle_s))
             self.last.clear()
 
     def _declaration(self, j: int, now: float) -> Declaration:
@@ -59,6 +58,9 @@ class SourceDeclarations:
             (last := self.last.get(self.index.get((topic, p), -1))) is not None and last.idle
             for topic, p, _ in times
         )
+        if times and not self.last:  # the first events since the start: all active first
+            self.last = {j: Declaration("source", j, self.of, c.wm) for j, c in self.clocks.items()}
+            return list(self.last.values())
         if not woke:
             return []
         out = []

@@ -32,7 +32,11 @@ class TrackedProducer:
     """A confluent-kafka producer whose ``flush`` also publishes the partitions' ends."""
 
     def __init__(self, bootstrap: str, redis: Any, keys: Keys, **conf: Any) -> None:
-        self.p = Producer(kafka_config(bootstrap, **{"linger.ms": 5, **conf}))
+        # idempotent: a retried batch never lands behind the records produced after it
+        # (a watermark declaration must follow the events it covers)
+        self.p = Producer(
+            kafka_config(bootstrap, **{"linger.ms": 5, "enable.idempotence": True, **conf})
+        )
         self.redis = redis
         self.keys = keys
         self._ends: dict[tuple[str, int], int] = {}

@@ -114,7 +114,9 @@ class OperatorCore:
                 self._keep_until(store, state.group, ctx.key, ev.evt + self.op.state_ttl_s)
         else:
             result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
-        return with_ids(ev.id, result)
+        # where several operators feed this one, one id can arrive from each: its
+        # outputs carry the sender too, so a later stage does not take them for repeats
+        return with_ids(ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}", result)
 
     def valve(self, store: Any) -> Valve:
         """The partition's valve, from what its store holds."""
@@ -150,10 +152,14 @@ class OperatorCore:
     def declaration(self, part: int, valve: Valve, store: Any) -> Declaration:
         """What this partition declares to its successors. A window operator's open
         windows are outputs still to come, with event times from the oldest one's last
-        instant on: its watermark stays below that, and it is never idle while it holds
-        one (else a successor could close a window before that result reached it)."""
+        instant on, and with ``lateness_s`` an event still accepted opens a window ending
+        above the watermark less the lateness: it declares below both, and is never idle
+        while it holds a window (else a successor could close a window before that result
+        reached it)."""
         wm, idle = valve.current, valve.idle
         if self.window is not None:
+            if wm is not None and self.window.spec.lateness_s > 0:
+                wm = max_timestamp(wm - self.window.spec.lateness_s)
             oldest = store.oldest_end()
             if oldest is not None:
                 idle = False

@@ -214,8 +214,9 @@ def test_a_window_partition_holding_an_open_window_is_never_idle():
 
 
 def test_a_window_partition_declares_below_a_window_kept_open_for_lateness():
-    """lateness 5: at watermark 12, [0, 10) is still open until 15; its result (9.999)
-    is still to come, so the partition declares 9.999, not 12."""
+    """lateness 5: at watermark 12, [0, 10) is still open until 15 (its result 9.999 is
+    to come), and an event at 7.5 would still be taken, opening [0, 10) again: the
+    partition declares 12 - 5 - 0.001 = 6.999, below both."""
     topo = topology.from_dict(
         {
             "operators": [
@@ -235,7 +236,7 @@ def test_a_window_partition_declares_below_a_window_kept_open_for_lateness():
     valve = core.valve(store)
     core.apply(Event("a", {"k": "x"}, 3.0, "up"), Context("w"), store)
     assert core.declare(valve, Declaration("up", 0, 1, 12.0), store) == []
-    assert core.declaration(0, valve, store).wm == pytest.approx(9.999)
+    assert core.declaration(0, valve, store).wm == pytest.approx(6.999)
 
 
 def test_a_fired_windows_state_is_gone():
@@ -246,3 +247,34 @@ def test_a_fired_windows_state_is_gone():
     p.declare("up", 0, 30, idle=True)
     p.declare("up", 1, 30, idle=True)
     assert [i for i, _ in p.out] == ["x@0", "x@10"] and p.store.open_windows() == 0
+
+
+def test_a_join_of_two_operators_gives_each_input_its_own_output_ids():
+    """x reaches k from a and from b: two events; k's outputs must stay two at l."""
+    topo = topology.from_dict(
+        {
+            "operators": [
+                {"name": "a", "et_ms": 1},
+                {"name": "b", "et_ms": 1},
+                {"name": "k", "et_ms": 1, "code": "tests.support.engine_ops:split"},
+                {
+                    "name": "l",
+                    "et_ms": 1,
+                    "key": "field:key",
+                    "output": "out",
+                    "code": "tests.support.engine_ops:sum_values",
+                },
+            ],
+            "edges": [
+                {"from": "source", "to": "a"},
+                {"from": "source", "to": "b"},
+                {"from": "a", "to": "k"},
+                {"from": "b", "to": "k"},
+                {"from": "k", "to": "l"},
+            ],
+        }
+    )
+    from shared.pipeline.local_run import run_local
+
+    run = run_local(topo, [{"key": "x", "value": 1}])
+    assert run.repeats == {} and run.state["l"] == {"x": {"sum": 4}}
