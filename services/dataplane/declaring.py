@@ -9,9 +9,7 @@ import time
 from typing import Any
 
 from shared.io.marks import marks_args, merge_marks, read_marks
-from shared.io.watermarks import Declaration, InputMark
-
-DECLARE_EVERY_S = 0.2  # the most often a slot declares a changed watermark mid-task
+from shared.io.watermarks import DECLARE_EVERY_S, Declaration, InputMark
 
 
 class Marks:

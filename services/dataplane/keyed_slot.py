@@ -58,12 +58,10 @@ class KeyedSlot:
         return done
 
 
-def window_envelope(g: GroupRun, result: WindowResult, partition: int) -> Envelope:
+def window_envelope(g: GroupRun, result: WindowResult) -> Envelope:
     """A fired window as an event: its id ``<key>@<start>``, its event time its window's
     last instant, its latency counted from now (when the window closed)."""
-    return Envelope(
-        result.id, time.time(), g.operator, result.payload, part=partition, evt=result.event_time
-    )
+    return Envelope(result.id, time.time(), g.operator, result.payload, evt=result.event_time)
 
 
 def handover_pause(store: PartitionStore, owner: int, first_at: float) -> tuple[float, bool] | None:

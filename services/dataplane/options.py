@@ -108,10 +108,6 @@ class SourceOptions(BaseModel):
         return self.settings.track_ids
 
     @property
-    def idle_s(self) -> float:
-        return self.settings.idle_s
-
-    @property
     def failure_share(self) -> float:
         return self.settings.operator_failure_share
 

@@ -207,7 +207,7 @@ class SlotRun:
         if fired:
             self._ready()
         for result in fired:
-            ev = window_envelope(g, result, self.slot.replica)
+            ev = window_envelope(g, result)
             self._emit(ev, [(None, result.id, result.payload)], result.id.encode())
             self.res.fired += 1
         assert self.declarer is not None
@@ -326,9 +326,7 @@ class SlotRun:
         routers = self.routers
         assert routers is not None  # set up by _ready before the event's first step
         for dst, out_id, payload in outputs:
-            body = Envelope(
-                out_id, ev.ts, g.operator, payload, part=self.slot.replica, evt=ev.evt
-            ).encode()
+            body = Envelope(out_id, ev.ts, g.operator, payload, evt=ev.evt).encode()
             for s in [dst] if dst is not None else g.successors:
                 partition = routers.choose(s, payload)
                 g.producer.produce(g.keys.topic(s), body, partition=partition, key=key)

@@ -16,9 +16,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from shared.io.watermarks import Declaration, SourceClock
-
-DECLARE_EVERY_S = 0.2  # the most often a changed watermark is declared
+from shared.io.watermarks import DECLARE_EVERY_S, Declaration, SourceClock
 
 
 class SourceDeclarations:
@@ -82,10 +80,11 @@ class SourceDeclarations:
         """What changed since last declared (at most every ``DECLARE_EVERY_S``)."""
         if not force and now - self.sent_at < DECLARE_EVERY_S:
             return []
-        self._positions(time.monotonic())
+        mono = time.monotonic()
+        self._positions(mono)
         out = []
         for j in self.clocks:
-            d = self._declaration(j, time.monotonic())
+            d = self._declaration(j, mono)
             if d != self.last.get(j):
                 self.last[j] = d
                 out.append(d)

@@ -25,18 +25,12 @@ class Envelope:
     payload: Any
     adm: float | None = None  # when the ingress admitted it: queuing latency starts here
     lasc: float | None = None  # LAS: the shedder's Ĉ (estimated completion, epoch s)
-    part: int | None = None  # the producer's partition: with ``src``, a watermark input
     evt: float | None = None  # the event's own time (``source.time``), if not ``ts``
 
     @property
     def event_time(self) -> float:
         """What windows go by: the event's time field, else when it was sent."""
         return self.ts if self.evt is None else self.evt
-
-    @property
-    def input(self) -> str:
-        """Which upstream replica (or source partition) sent it: a watermark's input."""
-        return f"{self.src}/{self.part if self.part is not None else 0}"
 
     def encode(self) -> bytes:
         doc: dict[str, Any] = {"id": self.id, "ts": self.ts, "src": self.src}
@@ -48,17 +42,12 @@ class Envelope:
             doc["adm"] = self.adm
         if self.lasc is not None:
             doc["lasc"] = self.lasc
-        if self.part is not None:
-            doc["part"] = self.part
         if self.evt is not None:
             doc["evt"] = self.evt
         try:
             return orjson.dumps(doc)
         except TypeError as exc:  # a payload JSON cannot carry (operators return plain data)
             raise BadEvent(f"payload not serialisable: {exc}") from None
-
-    def forward(self, src: str, payload: Any, part: int | None = None) -> Envelope:
-        return Envelope(self.id, self.ts, src, payload, part=part, evt=self.evt)
 
 
 def decode(raw: bytes | None) -> Envelope:
@@ -71,7 +60,7 @@ def decode(raw: bytes | None) -> Envelope:
     if not isinstance(doc, dict) or "id" not in doc or "payload" not in doc:
         raise BadEvent("an event is an object with 'id' and 'payload'")
     try:
-        adm, lasc, part, evt = doc.get("adm"), doc.get("lasc"), doc.get("part"), doc.get("evt")
+        adm, lasc, evt = doc.get("adm"), doc.get("lasc"), doc.get("evt")
         payload = base64.b64decode(doc["payload"]) if doc.get("bin") else doc["payload"]
         return Envelope(
             str(doc["id"]),
@@ -80,7 +69,6 @@ def decode(raw: bytes | None) -> Envelope:
             payload,
             float(adm) if adm is not None else None,
             float(lasc) if lasc is not None else None,
-            int(part) if part is not None else None,
             float(evt) if evt is not None else None,
         )
     except (TypeError, ValueError) as exc:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import orjson
 
 _HEAD = b'{"wm":'  # a declaration's first bytes (orjson keeps the key order)
+DECLARE_EVERY_S = 0.2  # the most often a sender declares a changed watermark
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ class SourceSpec:
             where = self.time[len("field:") :]
             evt = event_time(lookup_first(payload, self._time_path), where)
         key = lookup_first(payload, self._key_path) if self._key_path else None
-        return Envelope(event_id, ts, "source", payload, part=partition, evt=evt), key
+        return Envelope(event_id, ts, "source", payload, evt=evt), key
 
 
 Paths = tuple[tuple[str, ...], ...]

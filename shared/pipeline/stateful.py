@@ -67,8 +67,10 @@ class KeyState(MutableMapping[str, Any]):
             self._store.delete("s", self.group, self._key)
 
     def __getitem__(self, name: str) -> Any:
-        self._changed = True  # the value may be changed in place
-        return self._data[name]
+        value = self._data[name]
+        if isinstance(value, dict | list):
+            self._changed = True  # it may be changed in place
+        return value
 
     def __setitem__(self, name: str, value: Any) -> None:
         try:

@@ -84,7 +84,6 @@ def test_the_tasks_read_the_settings_by_their_names():
         "task_window_s": 0.6,
         "t_out_s": 4.0,
         "track_ids": True,
-        "idle_s": 7.0,
         "failure_share": 0.2,
         "failure_window": 50,
         "partition_ends": "registry",
