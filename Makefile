@@ -56,7 +56,7 @@ $(STAMP): pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(EXAMPLES)
 	@command -v python3 >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 python3-venv; }
 	[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]' $(addprefix -e ,$(EXAMPLES))
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -c constraints.txt -e '.[dev]' $(addprefix -e ,$(EXAMPLES))
 	touch $(STAMP)
 
 constraints: ## pin every dependency's version as installed in .venv (after changing a bound)
@@ -105,6 +105,10 @@ test-e2e: install ## the whole ensemble
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check shared services tests benchmarks examples
+	@# mypy cannot follow the package-dir mapping: it checks the installed layout as links
+	rm -rf build/typecheck && mkdir -p build/typecheck/elastic_sps
+	for f in shared/*; do ln -s "$$PWD/$$f" build/typecheck/elastic_sps/; done
+	ln -s "$$PWD/services" build/typecheck/elastic_sps/services
 	$(VENV)/bin/mypy
 
 PEERS_VENV := .venv-peers

@@ -15,12 +15,12 @@ import argparse
 import json
 import math
 
-from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
-from shared.control.bandit import RewardBounds, reward
-from shared.model import topology, traces
-from shared.policies import make_policy
-from shared.policies.pa_sps import AUTO_ARMS, PASPSBandit
-from shared.simulation.simulator import SimulationResult, simulate
+from elastic_sps.control.bandit import RewardBounds, reward
+from elastic_sps.model import topology, traces
+from elastic_sps.policies import make_policy
+from elastic_sps.policies.pa_sps import AUTO_ARMS, PASPSBandit
+from elastic_sps.services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
+from elastic_sps.simulation.simulator import SimulationResult, simulate
 
 
 def run_reward(r: SimulationResult, goal_ms: float) -> float:

@@ -12,7 +12,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from shared.io import embedded
+from elastic_sps.io import embedded
 from tests.support.capacity import capacity_rig
 
 

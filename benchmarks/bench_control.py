@@ -11,12 +11,13 @@ missing one is an error naming it, ``--traces bundled`` runs the bundled ones al
 the bundled spike traces, each at td 1 s and 5 s, on the ``twitter``
 topology with ``compare``'s defaults (one trace row per second, the trace's own rates).
 Nothing in the policies was fitted to these traces: the selector's and the headroom's
-constants come from their own definitions (``shared.control.selection``, ``shared.control.plan``).
+constants come from their own definitions (``elastic_sps.control.selection``,
+``elastic_sps.control.plan``).
 
 ``selection``: ``pa-sps:auto`` and the five single predictors; per case the score
-(``shared.simulation.scoring``), the regret of auto against the best single predictor in hindsight
-(best − auto, and as a share of |best|) and auto's reconfigurations against the median
-single predictor's. Targets: regret ≤ 2 % of |best| and reconfigurations ≤ the median.
+(``elastic_sps.simulation.scoring``), the regret of auto against the best single predictor
+in hindsight (best − auto, and as a share of |best|) and auto's reconfigurations against the
+median single predictor's. Targets: regret ≤ 2 % of |best| and reconfigurations ≤ the median.
 
 ``dominance``: the recommended PA-SPS configuration beside DS2 and AUTOSCALE; per case
 saved resources, mean latency and reconfigurations. Target: saved ≥ both, latency ≤ both,
@@ -32,7 +33,7 @@ forecast is a U varying in time, which this grid does not try).
 
 ``frontier``: each family over its utilisation target U ∈ {0.5, ..., 0.9}: the default
 PA-SPS (``pa-sps:basic@U+calm``), ``ds2@U`` and ``autoscale@U``. Per case each family's
-frontier (``shared.simulation.frontier``), whether PA-SPS's covers DS2's (for every DS2
+frontier (``elastic_sps.simulation.frontier``), whether PA-SPS's covers DS2's (for every DS2
 point a PA-SPS point with saved ≥ and latency ≤), each family's latency at ``ds2@0.7``'s
 saved resources, and reconfigurations per day of the default against ``ds2``'s.
 
@@ -53,15 +54,15 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
-from shared.control.predictors import Predictor
-from shared.control.stabilise import split_spec
-from shared.model import topology, traces
-from shared.policies import Policy, make_policy
-from shared.policies.pa_sps import PASPS
-from shared.simulation import scoring
-from shared.simulation.frontier import Point, covers, frontier, latency_at, on_or_below
-from shared.simulation.simulator import simulate
+from elastic_sps.control.predictors import Predictor
+from elastic_sps.control.stabilise import split_spec
+from elastic_sps.model import topology, traces
+from elastic_sps.policies import Policy, make_policy
+from elastic_sps.policies.pa_sps import PASPS
+from elastic_sps.services.cli.simulation import MAX_FITS  # as the CLI: ANN/RF refits per run
+from elastic_sps.simulation import scoring
+from elastic_sps.simulation.frontier import Point, covers, frontier, latency_at, on_or_below
+from elastic_sps.simulation.simulator import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces"
 REAL_TRACES = (
@@ -76,7 +77,7 @@ REAL_TRACES = (
 BUNDLED = ("spikes", "short-spikes", "flash-crowd")
 SINGLES = ("pa-sps:basic", "pa-sps:lr", "pa-sps:fft", "pa-sps:ann", "pa-sps:rf")
 SELECTION = ("pa-sps:auto", *SINGLES)
-RECOMMENDED = "pa-sps:basic@0.7+calm"  # the services' defaults (shared.settings)
+RECOMMENDED = "pa-sps:basic@0.7+calm"  # the services' defaults (elastic_sps.settings)
 DOMINANCE = (RECOMMENDED, "ds2", "autoscale")
 FORESIGHT_U = tuple(round(0.5 + 0.05 * i, 2) for i in range(11))
 FRONTIER_U = (0.5, 0.6, 0.7, 0.8, 0.9)

@@ -18,10 +18,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from shared.control.plan import make_plan
-from shared.io import embedded
-from shared.model import topology
-from shared.policies.base import Analysis, OperatorDecision
+from elastic_sps.control.plan import make_plan
+from elastic_sps.io import embedded
+from elastic_sps.model import topology
+from elastic_sps.policies.base import Analysis, OperatorDecision
 from tests.support.capacity import CPU_CODE, OPERATOR, capacity_rig
 
 
@@ -29,7 +29,7 @@ def plan_for_eight(topo_path: Path, redis_url: str, prefix: str) -> dict:
     """What the plan makes of a need of 8 replicas for the measured operator."""
     import redis
 
-    from shared.pipeline.costs import resolved
+    from elastic_sps.pipeline.costs import resolved
 
     topo = resolved(topology.load(topo_path), redis.Redis.from_url(redis_url), prefix, 10)
     need = {OPERATOR: OperatorDecision(8, 8000.0, 8.0)}

@@ -23,13 +23,13 @@ from typing import Any
 import redis
 from sps_twitter import operators as twitter
 
-from services.execute.core import Executor
-from shared.contracts.plan import PlanRecord
-from shared.io import embedded, id_ledger
-from shared.io.envelope import Envelope
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.tracked_producer import TrackedProducer
-from shared.model import topology
+from elastic_sps.contracts.plan import PlanRecord
+from elastic_sps.io import embedded, id_ledger
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.model import topology
+from elastic_sps.services.execute.core import Executor
 from tests.support.processes import ServiceProcess
 
 START_REPLICAS = 2  # every operator's count at the start, and the fixed variant's
@@ -97,7 +97,7 @@ def resize_delays(r: Any, keys: Keys, p: TrackedProducer, tweet: dict) -> dict[s
     """classify_content 2 → 1 → 2 → 1 → 2 → 1 while parse receives 200 events/s: each
     change applied by the execute service's own ``Executor`` (the count and its rescale
     marker), then timed to its effect as the rescale timeline records it (the first
-    router or batch that uses the new count, ``shared.io.rescale_timeline``), and to the
+    router or batch that uses the new count, ``elastic_sps.io.rescale_timeline``), and to the
     first micro-batch planned with it."""
     ex = Executor(r, topology.load("twitter"), keys)
     stop = threading.Event()

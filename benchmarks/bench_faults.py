@@ -46,12 +46,12 @@ from typing import Any
 import numpy as np
 from confluent_kafka import Producer
 
-from services.ensemble import demo
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.tracked_producer import TrackedProducer
-from shared.model.topology import Topology
-from shared.settings import ServiceSettings
-from shared.simulation import recovery
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.model.topology import Topology
+from elastic_sps.services.ensemble import demo
+from elastic_sps.settings import ServiceSettings
+from elastic_sps.simulation import recovery
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 DEFAULT_FAULTS = [*(f"kill:{s}" for s in SERVICES), "kill:worker", "redis", "malformed"]
@@ -136,7 +136,7 @@ def send_malformed(ens: Any, stop: threading.Event, log: dict) -> int:
 
 
 def _topology(ens: Any) -> Topology:
-    from shared.model import topology
+    from elastic_sps.model import topology
 
     return topology.load(ens.env["SPS_TOPOLOGY"])
 

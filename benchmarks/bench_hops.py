@@ -23,8 +23,8 @@ import redis
 from confluent_kafka import Producer
 
 from benchmarks import bench_peers as peers
-from shared.io import embedded
-from shared.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io import embedded
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 
 CHAIN_TAG = "hops"
 

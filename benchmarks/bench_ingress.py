@@ -14,11 +14,11 @@ import redis
 from confluent_kafka import Producer
 from sps_twitter import operators as twitter
 
-from shared.io import embedded
-from shared.io.connections import kafka_config
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.las.redis_store import SketchPublisher
-from shared.las.sketch import Hashes, SketchPair, key_to_int
+from elastic_sps.io import embedded
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.las.redis_store import SketchPublisher
+from elastic_sps.las.sketch import Hashes, SketchPair, key_to_int
 from tests.support.processes import ServiceProcess
 
 

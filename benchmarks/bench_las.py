@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 
-from shared.las import shed_sim
-from shared.las.operator_side import LasOperator
-from shared.las.shedder import AverageQueuingLatency, LasShedder
+from elastic_sps.las import shed_sim
+from elastic_sps.las.operator_side import LasOperator
+from elastic_sps.las.shedder import AverageQueuingLatency, LasShedder
 
 
 def best_of(fn, repeat: int = 3) -> float:

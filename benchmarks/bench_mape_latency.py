@@ -18,11 +18,11 @@ import numpy as np
 import yaml
 from confluent_kafka import Producer
 
-from shared.io import embedded
-from shared.io.kafka_admin import ensure_topics
-from shared.io.kafka_io import read_topic as read_all
-from shared.io.topics import Topics
-from shared.model.topology import Operator, linear
+from elastic_sps.io import embedded
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_io import read_topic as read_all
+from elastic_sps.io.topics import Topics
+from elastic_sps.model.topology import Operator, linear
 from tests.support.processes import ServiceProcess
 from tests.support.recorded import chain_interval
 

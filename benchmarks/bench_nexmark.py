@@ -66,10 +66,10 @@ from benchmarks.bench_peers import (
     cpu_seconds,
     start_services,
 )
-from shared.io import embedded
-from shared.io.kafka_admin import ensure_topics
-from shared.io.kafka_io import take_ready
-from shared.model import topology
+from elastic_sps.io import embedded
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.model import topology
 from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

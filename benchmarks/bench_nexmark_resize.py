@@ -40,8 +40,8 @@ from benchmarks.bench_nexmark import (
     quix_streams,
 )
 from benchmarks.bench_peers import Pipeline
-from shared.io import embedded
-from shared.io.knowledge_base import Keys
+from elastic_sps.io import embedded
+from elastic_sps.io.knowledge_base import Keys
 
 AFTER_S = 20.0  # how long after a change its gap and spike are looked for
 

@@ -55,11 +55,11 @@ import redis
 from confluent_kafka import Consumer, Producer
 from sps_twitter import operators as twitter
 
-from shared.io import embedded
-from shared.io.kafka_admin import ensure_topics
-from shared.io.kafka_io import take_ready
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.model import topology
+from elastic_sps.io import embedded
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.model import topology
 from tests.support.processes import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,10 +74,10 @@ REPLICAS = 2
 ROLES = (
     ("kafka.Kafka", "broker"),
     ("redis-server", "redis"),
-    ("services.ingress", "ingress"),
+    ("elastic_sps.services.ingress", "ingress"),
     ("pyspark.daemon", "spark python workers"),
     ("org.apache.spark", "spark driver JVM"),
-    ("services.dataplane", "dataplane driver (Python)"),
+    ("elastic_sps.services.dataplane", "dataplane driver (Python)"),
     ("quix_app.py", "quix-streams"),
     ("plain_loop.py", "plain-kafka"),
 )
@@ -171,7 +171,7 @@ def quix_streams(bootstrap: str, redis_url: str, tag: str, _: dict[str, str]) ->
 
 def topology_file(folder: Path, src: str, dst: str, chain: bool) -> Path:
     """The example's topology on this run's topics, the tweet's id as the event id;
-    ``chain``: its four operators chained into one (``shared.model.topology.chained``)."""
+    ``chain``: its four operators chained into one (``elastic_sps.model.topology.chained``)."""
     path = folder / "peers.yaml"
     ops = "\n".join(
         f"  - {{name: {op}, code: 'sps_twitter.operators:{op}', max_replicas: {REPLICAS}"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.ensemble import demo
+from elastic_sps.services.ensemble import demo
 
 
 def main() -> None:

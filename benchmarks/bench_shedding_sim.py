@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from shared.model import topology, traces
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.model import topology, traces
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.simulator import simulate
 
 
 def one(trace: str, peak: float, goal_s: float, mode: str) -> dict[str, object]:

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from shared.model import topology, traces
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.model import topology, traces
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.simulator import simulate
 
 
 def day_trace() -> traces.Trace:

@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from benchmarks.bench_simulator import day_trace
-from shared.model.synthetic import generated_dag
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.model.synthetic import generated_dag
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.simulator import simulate
 
 
 def main() -> None:

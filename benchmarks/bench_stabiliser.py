@@ -1,6 +1,6 @@
-"""The calm stabiliser (shared.control.stabilise.CALM: a 3-interval scale-down window that follows
-a steady fall, a 0.35 replica margin, no scale-in while a backlog is caught up, a scale-up
-tolerance of 0.35 replica or 0.25 x count, a scale-down tolerance of 0.15 x count)
+"""The calm stabiliser (elastic_sps.control.stabilise.CALM: a 3-interval scale-down window
+that follows a steady fall, a 0.35 replica margin, no scale-in while a backlog is caught up,
+a scale-up tolerance of 0.35 replica or 0.25 x count, a scale-down tolerance of 0.15 x count)
 against each policy as written, in the simulator, on the same traces.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_stabiliser.py [--policies a,b] [--traces x,y]
@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from shared.control.stabilise import CALM
-from shared.model import topology, traces
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.control.stabilise import CALM
+from elastic_sps.model import topology, traces
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.simulator import simulate
 
 
 def one(trace: str, spec: str, topo_name: str = "twitter", td: float = 1.0) -> dict[str, object]:

@@ -39,17 +39,17 @@ import yaml
 from confluent_kafka import Consumer
 
 from benchmarks.bench_peers import cpu_seconds
-from services.execute.core import Executor
-from shared.contracts.plan import PlanRecord
-from shared.io import embedded
-from shared.io.connections import kafka_config
-from shared.io.envelope import Envelope
-from shared.io.kafka_io import take_ready
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.state_store import PartitionStore
-from shared.io.tracked_producer import TrackedProducer
-from shared.model import keyed as keyed_mod
-from shared.model import topology
+from elastic_sps.contracts.plan import PlanRecord
+from elastic_sps.io import embedded
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.state_store import PartitionStore
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.model import keyed as keyed_mod
+from elastic_sps.model import topology
+from elastic_sps.services.execute.core import Executor
 from tests.support.processes import ServiceProcess
 
 POOL = 4

@@ -24,7 +24,7 @@ from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 
 from benchmarks.nexmark_live import output_rows
-from services.ensemble import live_compare
+from elastic_sps.services.ensemble import live_compare
 
 ROOT = Path(__file__).resolve().parents[1] / "examples" / "nexmark"
 

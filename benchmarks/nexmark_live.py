@@ -22,7 +22,7 @@ from typing import Any
 from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 
-from services.ensemble import demo
+from elastic_sps.services.ensemble import demo
 
 ROOT = Path(__file__).resolve().parents[1] / "examples" / "nexmark"
 

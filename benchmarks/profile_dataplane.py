@@ -27,7 +27,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from benchmarks.bench_peers import Collector, elastic_sps, send_all
-from shared.io import embedded
+from elastic_sps.io import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
 PY_SPY = ROOT / ".venv" / "bin" / "py-spy"

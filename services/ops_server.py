@@ -1,7 +1,7 @@
 """The ops server of the services that are not faust apps (ingress, dataplane): /metrics
 is prometheus_client's own WSGI app on the service's injected registry, and /health (200
 or 503 with a JSON body) is the one route added to it. (The faust services serve the same
-two routes through faust's web server, ``services.runtime``.)"""
+two routes through faust's web server, ``elastic_sps.services.runtime``.)"""
 
 from __future__ import annotations
 

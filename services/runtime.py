@@ -14,13 +14,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from services.faust_fetch import app_class
-from shared.contracts.action import DeadLetter
-from shared.contracts.base import ContractError, R, decode, encode
-from shared.io.connections import KafkaSecurity
-from shared.io.embedded import free_port
-from shared.io.knowledge_base import Keys
-from shared.settings import ServiceSettings
+from elastic_sps.contracts.action import DeadLetter
+from elastic_sps.contracts.base import ContractError, R, decode, encode
+from elastic_sps.io.connections import KafkaSecurity
+from elastic_sps.io.embedded import free_port
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.services.faust_fetch import app_class
+from elastic_sps.settings import ServiceSettings
 
 log = logging.getLogger("sps.service")
 
@@ -190,7 +190,7 @@ class ServiceApp:
         self.metrics.last_record_at = time.time()
 
     def run(self) -> None:
-        from shared.io.kafka_admin import ensure_topics
+        from elastic_sps.io.kafka_admin import ensure_topics
 
         ensure_topics(self.settings.kafka_bootstrap_servers, self.settings.topics.control())
         print(

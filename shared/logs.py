@@ -29,7 +29,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(service: str) -> None:
-    from shared.settings import LocalSettings
+    from elastic_sps.settings import LocalSettings
 
     settings = LocalSettings()
     handler = logging.StreamHandler()

@@ -13,23 +13,24 @@ from typing import Literal, NoReturn, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.control.stabilise import (
+from elastic_sps.control.stabilise import (
     DEFAULT_STABILISER,
     PRESETS,
     RULE_HELP,
     Stabilisation,
     build_rules,
 )
-from shared.io.local_settings import LocalSettings, described
-from shared.io.topics import Topics
-from shared.model.windows import IDLE_S
-from shared.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
+from elastic_sps.io.local_settings import LocalSettings, described
+from elastic_sps.io.topics import Topics
+from elastic_sps.model.windows import IDLE_S
+from elastic_sps.pipeline.failures import FAILURE_WINDOW, MAX_FAILURE_SHARE
 
 _f = described
 __all__ = ["LocalSettings"]  # what every process reads, declared beside the clients
 
 # What the services run when a user sets nothing (SPS_POLICY, SPS_PREDICTOR): the Basic
-# forecast sized at 70 % utilisation, with the calm stabiliser (shared.control.stabilise) on top.
+# forecast sized at 70 % utilisation, with the calm stabiliser (elastic_sps.control.stabilise)
+# on top.
 # Chosen on benchmarks/bench_control.py's dominance group (docs/2026-11-24-control.md):
 # it saves more than DS2 and AUTOSCALE on every trace of the set at a mean latency within
 # a few ms of DS2's on most. The library's
@@ -282,7 +283,7 @@ S = TypeVar("S", bound=ServiceSettings)
 def settings_or_exit(cls: type[S]) -> S:
     """The service's settings, and the connection security every client will use, checked
     now: a bad value stops the service at start naming the variable."""
-    from shared.io.connections import KafkaSecurity, RedisSecurity
+    from elastic_sps.io.connections import KafkaSecurity, RedisSecurity
 
     for model, prefix in ((KafkaSecurity, "SPS_KAFKA_"), (RedisSecurity, "SPS_REDIS_")):
         try:

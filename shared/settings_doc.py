@@ -1,6 +1,6 @@
 """The settings table in the README, generated from the settings' own descriptions.
 
-``python -m shared.settings_doc --write`` rewrites the blocks between the markers: the
+``python -m elastic_sps.settings_doc --write`` rewrites the blocks between the markers: the
 README's (the settings a user sets first) and ``docs/settings.md``'s (every one);
 ``tests/unit/test_settings_doc.py`` fails when a field lacks a description or a block is
 stale.
@@ -16,11 +16,11 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from shared import settings as s
-from shared.io import connections
-from shared.io.topics import Topics
+from elastic_sps import settings as s
+from elastic_sps.io import connections
+from elastic_sps.io.topics import Topics
 
-BEGIN = "<!-- settings:begin (generated: python -m shared.settings_doc --write) -->"
+BEGIN = "<!-- settings:begin (generated: python -m elastic_sps.settings_doc --write) -->"
 END = "<!-- settings:end -->"
 FILES = ("README.md", "docs/settings.md")
 # The README's short table: what a user sets first (docs/settings.md has every setting)

@@ -28,3 +28,16 @@ def redis_client(redis_url):
 def kafka_bootstrap() -> Iterator[str]:
     with servers.kafka_broker() as bootstrap:
         yield bootstrap
+
+
+KINDS = ("unit", "integration", "e2e", "compose")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test says its kind: ``make test-unit`` and friends select by marker, so a
+    test without one would be left out of each of them silently."""
+    unmarked = [i.nodeid for i in items if not any(i.get_closest_marker(k) for k in KINDS)]
+    if unmarked:
+        raise pytest.UsageError(
+            f"tests without a kind marker ({', '.join(KINDS)}): " + ", ".join(unmarked)
+        )

@@ -28,7 +28,7 @@ def resolve(code: str) -> Any:
 def take_ready(consumer: Consumer, n: int, wait_s: float) -> list[Any]:
     """What the consumer holds (up to ``n``), else the first record within ``wait_s`` and
     what came with it: ``consume(n, timeout)`` alone waits its whole timeout at a trickle.
-    The same as the dataplane's ``shared.io.kafka_io.take_ready`` (this script runs in
+    The same as the dataplane's ``elastic_sps.io.kafka_io.take_ready`` (this script runs in
     the peers' own venv, without the project)."""
     msgs = consumer.consume(n, 0)
     if msgs:

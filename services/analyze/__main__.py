@@ -1,15 +1,15 @@
-"""python -m services.analyze: sps.stats -> sps.analysis."""
+"""python -m elastic_sps.services.analyze: sps.stats -> sps.analysis."""
 
 from __future__ import annotations
 
 from prometheus_client import Gauge
 
-from services.analyze.core import Analyzer
-from services.runtime import ServiceApp, ServiceMetrics
-from shared.contracts.base import encode
-from shared.contracts.stats import StatsRecord
-from shared.pipeline.costs import service_topology
-from shared.settings import AnalyzeSettings, settings_or_exit
+from elastic_sps.contracts.base import encode
+from elastic_sps.contracts.stats import StatsRecord
+from elastic_sps.pipeline.costs import service_topology
+from elastic_sps.services.analyze.core import Analyzer
+from elastic_sps.services.runtime import ServiceApp, ServiceMetrics
+from elastic_sps.settings import AnalyzeSettings, settings_or_exit
 
 
 def build(settings: AnalyzeSettings) -> ServiceApp:

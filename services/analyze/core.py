@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from shared.contracts.analysis import AnalysisRecord, OperatorNeed
-from shared.contracts.base import ContractError
-from shared.contracts.stats import StatsRecord
-from shared.model.topology import Topology
-from shared.policies import Policy, make_policy
+from elastic_sps.contracts.analysis import AnalysisRecord, OperatorNeed
+from elastic_sps.contracts.base import ContractError
+from elastic_sps.contracts.stats import StatsRecord
+from elastic_sps.model.topology import Topology
+from elastic_sps.policies import Policy, make_policy
 
 
 class Analyzer:

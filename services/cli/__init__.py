@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from services.cli import develop, ensemble, papers, simulation
+from elastic_sps.services.cli import develop, ensemble, papers, simulation
 
 
 class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -50,37 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def shadowed() -> str | None:
-    """Why elastic-sps's own top-level packages are not the ones imported, if they are
-    not: a user's ``shared`` or ``services`` (the card's layout names ours so) earlier on
-    ``sys.path``."""
-    import importlib.util
-    from pathlib import Path
-
-    ours = Path(__file__).resolve().parents[2]
-    spec = importlib.util.find_spec("shared")
-    found = Path(spec.origin).resolve().parent.parent if spec and spec.origin else None
-    if found == ours and (ours / "shared" / "settings.py").exists():
-        return None
-    return (
-        f"the package 'shared' imported from {found} is not elastic-sps's (at {ours}): a "
-        "package of yours named 'shared' or 'services' comes first on sys.path (the current "
-        "directory or PYTHONPATH); rename it or run from another directory"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    problem = shadowed()
-    if problem:
-        print(f"elastic-sps: error: {problem}", file=sys.stderr)
-        return 2
     args = build_parser().parse_args(argv)
-    from shared.io.embedded import PrerequisiteError
-    from shared.model.topology import TopologyError
-    from shared.model.traces import TraceError
-    from shared.pipeline.failures import OperatorFailing
-    from shared.pipeline.operators import OperatorLoadError
-    from shared.policies import PolicyConfigError
+    from elastic_sps.io.embedded import PrerequisiteError
+    from elastic_sps.model.topology import TopologyError
+    from elastic_sps.model.traces import TraceError
+    from elastic_sps.pipeline.failures import OperatorFailing
+    from elastic_sps.pipeline.operators import OperatorLoadError
+    from elastic_sps.policies import PolicyConfigError
 
     bad_input = (TopologyError, TraceError, PolicyConfigError, ValueError, OperatorLoadError)
     try:

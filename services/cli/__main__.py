@@ -1,5 +1,5 @@
 import sys
 
-from services.cli import main
+from elastic_sps.services.cli import main
 
 sys.exit(main())

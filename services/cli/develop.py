@@ -13,7 +13,7 @@ class CliError(ValueError):
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from shared.pipeline.check import check
+    from elastic_sps.pipeline.check import check
 
     report = check(args.topology, args.events, redis=args.redis)
     if args.json:
@@ -43,7 +43,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def preflight(topology: str, events: str | None) -> None:
     """``check``'s errors before any server starts (``up``, ``demo``, ``compare --live``):
     the first as the command's error."""
-    from shared.pipeline.check import check
+    from elastic_sps.pipeline.check import check
 
     errors = check(topology, events, max_events=200).errors
     if errors:
@@ -52,16 +52,16 @@ def preflight(topology: str, events: str | None) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from shared.model.topology_doc import json_schema
+    from elastic_sps.model.topology_doc import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return 0
 
 
 def cmd_run_local(args: argparse.Namespace) -> int:
-    from shared.model import topology
-    from shared.pipeline.local_run import run_local
-    from shared.pipeline.samples import sample_payloads
+    from elastic_sps.model import topology
+    from elastic_sps.pipeline.local_run import run_local
+    from elastic_sps.pipeline.samples import sample_payloads
 
     topo = topology.load(args.topology)
     payloads = sample_payloads(topo, args.events)

@@ -7,9 +7,14 @@ import json
 import sys
 from typing import Any
 
-from services.cli.develop import CliError, preflight
-from services.cli.simulation import POLICY_HELP, PREDICTOR_HELP, TOPOLOGY_HELP, TRACE_HELP
-from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
+from elastic_sps.services.cli.develop import CliError, preflight
+from elastic_sps.services.cli.simulation import (
+    POLICY_HELP,
+    PREDICTOR_HELP,
+    TOPOLOGY_HELP,
+    TRACE_HELP,
+)
+from elastic_sps.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -19,7 +24,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         preflight(args.topology, args.events)
-        from services.ensemble import demo
+        from elastic_sps.services.ensemble import demo
 
         out = demo.run(
             topology=args.topology,
@@ -39,7 +44,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(out["report"]))
         else:
-            from services.ensemble.report import print_report
+            from elastic_sps.services.ensemble.report import print_report
 
             print_report(out["report"], [Path(p) for p in out["plots"]])
         return 0
@@ -48,7 +53,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    from services.cli.simulation import cmd_compare, compare_args
+    from elastic_sps.services.cli.simulation import cmd_compare, compare_args
 
     code = cmd_compare(
         compare_args(
@@ -68,14 +73,14 @@ SERVICES = ("monitor", "analyze", "plan", "execute", "ingress", "dataplane")
 
 def goal_env(args: argparse.Namespace) -> dict[str, str]:
     """--latency-goal-ms (the one goal: the plan scales for it, LAS sheds only when the
-    plan is short) and --stabiliser (a preset of shared.control.stabilise) as the services'
+    plan is short) and --stabiliser (a preset of elastic_sps.control.stabilise) as the services'
     settings."""
     env = {"SPS_LATENCY_GOAL_MS": str(args.latency_goal_ms)} if args.latency_goal_ms else {}
     return {**env, **({"SPS_STABILISER": args.stabiliser} if args.stabiliser else {})}
 
 
 def _goal_arguments(p: Any) -> None:
-    from shared.control.stabilise import DEFAULT_STABILISER, PRESETS
+    from elastic_sps.control.stabilise import DEFAULT_STABILISER, PRESETS
 
     p.add_argument(
         "--latency-goal-ms",
@@ -135,8 +140,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from services.ensemble.supervisor import up
-    from shared.logs import configure_logging
+    from elastic_sps.logs import configure_logging
+    from elastic_sps.services.ensemble.supervisor import up
 
     configure_logging("up")
     replace = parse_replacements(args.replace)
@@ -172,7 +177,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Why an operator had the replicas it had: the run's decisions.jsonl, in words."""
     from pathlib import Path
 
-    from shared.control.explain import describe, describe_move, find
+    from elastic_sps.control.explain import describe, describe_move, find
 
     path = Path(args.run) / "decisions.jsonl"
     if not path.exists():
@@ -194,10 +199,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from services.ensemble.demo import input_topic
-    from services.ensemble.replay import played, replay
-    from shared.model import topology, traces
-    from shared.settings import ServiceSettings
+    from elastic_sps.model import topology, traces
+    from elastic_sps.services.ensemble.demo import input_topic
+    from elastic_sps.services.ensemble.replay import played, replay
+    from elastic_sps.settings import ServiceSettings
 
     settings = ServiceSettings()
     topo = topology.load(args.topology)
@@ -218,16 +223,16 @@ def cmd_service(args: argparse.Namespace) -> int:
     """Run one service in this process (configured by SPS_* environment variables)."""
     import runpy
 
-    runpy.run_module(f"services.{args.name}", run_name="__main__", alter_sys=True)
+    runpy.run_module(f"elastic_sps.services.{args.name}", run_name="__main__", alter_sys=True)
     return 0
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
     """Each operator's execution time and CPU share on sample events (what the dataplane
     measures at start when a topology leaves ``et_ms`` out)."""
-    from shared.model import topology
-    from shared.pipeline import costs
-    from shared.pipeline.samples import sample_payloads
+    from elastic_sps.model import topology
+    from elastic_sps.pipeline import costs
+    from elastic_sps.pipeline.samples import sample_payloads
 
     preflight(args.topology, args.events)
     topo = topology.load(args.topology)
@@ -275,8 +280,8 @@ def chain_rows(topo: Any) -> list[dict[str, Any]]:
 
 def cmd_rescale(args: argparse.Namespace) -> int:
     """Publish an on-demand request for the execute service on sps.requests."""
-    from services.execute.client import send_rescale
-    from shared.settings import ServiceSettings
+    from elastic_sps.services.execute.client import send_rescale
+    from elastic_sps.settings import ServiceSettings
 
     settings = ServiceSettings()
     req = send_rescale(

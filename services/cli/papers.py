@@ -9,7 +9,7 @@ from typing import Any
 
 
 def cmd_gen_trace(args: argparse.Namespace) -> int:
-    from shared.model import traces
+    from elastic_sps.model import traces
 
     tr = traces.spike_workload(
         duration_s=args.duration,
@@ -27,7 +27,7 @@ def cmd_gen_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_shed_sim(args: argparse.Namespace) -> int:
-    from shared.las import shed_sim
+    from elastic_sps.las import shed_sim
 
     setup = shed_sim.Setup(
         distribution=args.distribution,
@@ -89,7 +89,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from shared.simulation import reproduce
+    from elastic_sps.simulation import reproduce
 
     names = [t.strip() for t in args.traces.split(",") if t.strip()]
     rows = [
@@ -132,7 +132,7 @@ def register(sub: Any) -> None:
         choices=["ideal", "live"],
         default="ideal",
         help="ideal: the model alone; live: with this project's calibrated engine costs "
-        "(shared.simulation.reproduce.engine_model)",
+        "(elastic_sps.simulation.reproduce.engine_model)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=cmd_reproduce)

@@ -37,7 +37,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--latency-goal-ms",
         type=float,
-        help="the plan raises each need to clear the backlog within it (shared.control.plan)",
+        help="the plan raises each need to clear the backlog within it (elastic_sps.control.plan)",
     )
     p.add_argument("--budget-schedule", help="on-demand budget changes, e.g. 0:32,1200:16 (s:N)")
     p.add_argument(
@@ -59,7 +59,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--calm",
         action="store_true",
-        help="the measured stabiliser preset (shared.control.stabilise.CALM: a 3-interval window, "
+        help="the measured stabiliser preset (elastic_sps.control.stabilise.CALM: a 3-interval "
+        "window, "
         "margin 0.35, --hold-on-backlog, tolerance 0.35 or 0.25 x count, scale-down tolerance "
         "0.15, --follow-falling-need); a policy spec may say it itself: "
         "pa-sps:lr+calm",
@@ -76,7 +77,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         choices=["fluid", "event"],
         default="fluid",
         help="fluid: cohorts of events per interval (fast); event: every event, per-replica "
-        "queues, et with variance --et-cv2 (shared.simulation.event_dataplane; --json adds "
+        "queues, et with variance --et-cv2 (elastic_sps.simulation.event_dataplane; --json adds "
         "events_per_s)",
     )
     p.add_argument(
@@ -94,7 +95,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
-    from shared.model import topology, traces
+    from elastic_sps.model import topology, traces
 
     args.topology = args.topology or "twitter"
     topo = topology.load(args.topology)
@@ -105,10 +106,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace, specs: Sequence[str]) -> list[Any]:
-    from shared.control.stabilise import split_spec
-    from shared.model.engine import EngineModel, Limits
-    from shared.policies import make_policy
-    from shared.simulation.simulator import simulate
+    from elastic_sps.control.stabilise import split_spec
+    from elastic_sps.model.engine import EngineModel, Limits
+    from elastic_sps.policies import make_policy
+    from elastic_sps.simulation.simulator import simulate
 
     topo, trace = _load(args)
     for flag, v in (("--t-out", args.t_out), ("--q-size", args.q_size)):
@@ -161,7 +162,7 @@ def goal_s(args: argparse.Namespace) -> float | None:
 
 
 # the stabiliser's rules as flags: their type and default off; the help is the rule's
-# one description (shared.control.stabilise.RULE_HELP)
+# one description (elastic_sps.control.stabilise.RULE_HELP)
 RULE_FLAGS: dict[str, Any] = {
     "scale_down_window_s": ("--scale-down-window", float, 0.0),
     "max_step": ("--max-step", int, None),
@@ -175,7 +176,7 @@ RULE_FLAGS: dict[str, Any] = {
 
 
 def add_rule_flags(p: argparse.ArgumentParser) -> None:
-    from shared.control.stabilise import RULE_HELP
+    from elastic_sps.control.stabilise import RULE_HELP
 
     for rule, (flag, kind, default) in RULE_FLAGS.items():
         dest = "scale_down_window" if rule == "scale_down_window_s" else rule
@@ -188,7 +189,7 @@ def add_rule_flags(p: argparse.ArgumentParser) -> None:
 def stabilisation(args: argparse.Namespace) -> Any:
     """The rules the flags give (--calm: the measured preset), as the plan service
     builds its own (``stabilise.build_rules``)."""
-    from shared.control.stabilise import CALM, Stabilisation, build_rules
+    from elastic_sps.control.stabilise import CALM, Stabilisation, build_rules
 
     if args.scale_down_window < 0 or (args.max_step is not None and args.max_step < 1):
         raise ValueError("--scale-down-window must be >= 0 and --max-step >= 1")
@@ -230,7 +231,7 @@ def _budget_schedule(text: str | None, td: float, default: int | None) -> Any:
 
 
 def _emit(args: argparse.Namespace, results: list[Any], as_list: bool) -> None:
-    from shared.simulation import report
+    from elastic_sps.simulation import report
 
     if args.plot:
         report.plot(results, args.plot)
@@ -254,14 +255,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from shared.policies import default_comparison
+    from elastic_sps.policies import default_comparison
 
     if args.live:
         return cmd_compare_live(args)
     specs = args.policies.split(",") if args.policies else default_comparison()
     results = _run(args, [s.strip() for s in specs if s.strip()])
     if not args.policies:
-        from shared.simulation.scoring import rank
+        from elastic_sps.simulation.scoring import rank
 
         results = rank(results)
     _emit(args, results, as_list=True)
@@ -287,10 +288,10 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from services.cli.develop import preflight
-    from services.ensemble import live_compare
-    from services.ensemble.supervisor import measured_topology
-    from shared.model import topology
+    from elastic_sps.model import topology
+    from elastic_sps.services.cli.develop import preflight
+    from elastic_sps.services.ensemble import live_compare
+    from elastic_sps.services.ensemble.supervisor import measured_topology
 
     preflight(args.topology or "twitter_remote", args.events)
     out = Path(args.out or f"runs/compare-live-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -299,7 +300,7 @@ def cmd_compare_live(args: argparse.Namespace) -> int:
     args.topology = measured_topology(args.topology or "twitter_remote", out, args.events)
     topo = topology.load(args.topology)
     if args.peak_rate is None:
-        from services.ensemble.demo import default_peak
+        from elastic_sps.services.ensemble.demo import default_peak
 
         args.peak_rate = default_peak(topo)
     sc = live_compare.Scenario(args.topology, args.trace, args.duration, args.peak_rate, args.td)

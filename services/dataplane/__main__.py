@@ -1,4 +1,4 @@
-"""python -m services.dataplane [--topology NAME|FILE]: the PySpark streaming job."""
+"""python -m elastic_sps.services.dataplane [--topology NAME|FILE]: the PySpark streaming job."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import os
 import signal
 import sys
 
-from services.dataplane.job import run
-from shared.settings import DataplaneSettings, settings_or_exit
+from elastic_sps.services.dataplane.job import run
+from elastic_sps.settings import DataplaneSettings, settings_or_exit
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m services.dataplane")
+    ap = argparse.ArgumentParser(prog="python -m elastic_sps.services.dataplane")
     ap.add_argument("--topology", help="built-in name or YAML file (default SPS_TOPOLOGY)")
     args = ap.parse_args()
     if args.topology:

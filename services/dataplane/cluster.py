@@ -63,7 +63,7 @@ def user_code_roots(modules: list[str]) -> list[Path]:
     by top-level name: what an executor must import. The project's own are shipped
     anyway; a module that cannot be found is the driver's load error, not ours."""
     roots: list[Path] = []
-    for top in sorted({m.split(".")[0] for m in modules} - {"shared", "services"}):
+    for top in sorted({m.split(".")[0] for m in modules} - {"elastic_sps"}):
         spec = importlib.util.find_spec(top)
         if spec is None or spec.origin in (None, "built-in", "frozen"):
             continue
@@ -75,22 +75,29 @@ def user_code_roots(modules: list[str]) -> list[Path]:
 
 
 def project_zip(folder: Path, user_modules: list[str] | None = None) -> Path:
-    """The ``shared`` and ``services`` packages (code and data files such as the built-in
-    topologies) and the user's operator packages as one zip for ``addPyFile``; the
-    executors then import the very code the driver runs, whatever their image holds."""
-    import services
-    import shared
+    """The ``elastic_sps`` package (code and data files such as the built-in topologies,
+    ``elastic_sps.services`` inside it, wherever a checkout keeps that folder) and the
+    user's operator packages as one zip for ``addPyFile``; the executors then import the
+    very code the driver runs, whatever their image holds."""
+    import elastic_sps
+    import elastic_sps.services
 
     out = folder / "elastic_sps_project.zip"
-    roots = [Path(pkg.__file__).parent for pkg in (shared, services)]  # type: ignore[arg-type]
+    library = Path(elastic_sps.__file__).parent
+    services = Path(elastic_sps.services.__file__).parent
+    arcs = [(library, Path("elastic_sps")), (services, Path("elastic_sps/services"))]
+    arcs += [(root, Path(root.name)) for root in user_code_roots(user_modules or [])]
+    written: set[Path] = set()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for root in [*roots, *user_code_roots(user_modules or [])]:
+        for root, arc in arcs:
             if root.is_file():
-                zf.write(root, root.name)
+                zf.write(root, arc)
                 continue
             for path in sorted(root.rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts:
-                    zf.write(path, Path(root.name) / path.relative_to(root))
+                name = arc / path.relative_to(root)
+                if path.is_file() and "__pycache__" not in path.parts and name not in written:
+                    zf.write(path, name)
+                    written.add(name)
     return out
 
 

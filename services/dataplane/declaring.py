@@ -1,4 +1,4 @@
-"""A replica slot's part in the watermark protocol (``shared.io.watermarks``): the
+"""A replica slot's part in the watermark protocol (``elastic_sps.io.watermarks``): the
 partition's valve, fed by the declarations read from its partition, and its own
 declaration sent to every partition of every successor, in line with its events (the
 same producer, after the outputs it follows)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from shared.io.marks import marks_args, merge_marks, read_marks
-from shared.io.watermarks import DECLARE_EVERY_S, Declaration, InputMark
+from elastic_sps.io.marks import marks_args, merge_marks, read_marks
+from elastic_sps.io.watermarks import DECLARE_EVERY_S, Declaration, InputMark
 
 
 class Marks:

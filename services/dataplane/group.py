@@ -7,17 +7,17 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from services.dataplane.options import SourceOptions
-from services.dataplane.worker import WORKER
-from shared.contracts.action import DeadLetter
-from shared.control.routing import Routers, RoutingView
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.rescale_timeline import CountWatch
-from shared.io.tracked_producer import TrackedProducer
-from shared.pipeline.chain import open_runnable
-from shared.pipeline.engine import OperatorCore
-from shared.pipeline.failures import Failure, FailureGuard
-from shared.pipeline.operators import Context, Runnable
+from elastic_sps.contracts.action import DeadLetter
+from elastic_sps.control.routing import Routers, RoutingView
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.rescale_timeline import CountWatch
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.engine import OperatorCore
+from elastic_sps.pipeline.failures import Failure, FailureGuard
+from elastic_sps.pipeline.operators import Context, Runnable
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.worker import WORKER
 
 
 @dataclass
@@ -29,7 +29,7 @@ class GroupRun:
     active: int
 
     def __post_init__(self) -> None:
-        from shared.io.redis_client import redis_client
+        from elastic_sps.io.redis_client import redis_client
 
         o = self.o
         self.topo = WORKER.get(("topo", o.topology_name, o.topology_doc), o.topology)

@@ -12,16 +12,21 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from services.dataplane.cluster import check_executors, forwarded_env, is_cluster, ship_project
-from services.dataplane.observe import DataplaneCollector, health
-from services.dataplane.options import CostMode, SourceOptions
-from services.dataplane.slots import tasks_per_operator
-from services.ops_server import serve
-from shared.io.kafka_admin import ensure_topics
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.logs import configure_logging
-from shared.model import topology as topology_mod
-from shared.settings import DataplaneSettings
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.logs import configure_logging
+from elastic_sps.model import topology as topology_mod
+from elastic_sps.services.dataplane.cluster import (
+    check_executors,
+    forwarded_env,
+    is_cluster,
+    ship_project,
+)
+from elastic_sps.services.dataplane.observe import DataplaneCollector, health
+from elastic_sps.services.dataplane.options import CostMode, SourceOptions
+from elastic_sps.services.dataplane.slots import tasks_per_operator
+from elastic_sps.services.ops_server import serve
+from elastic_sps.settings import DataplaneSettings
 
 log = logging.getLogger("sps.dataplane")
 
@@ -100,12 +105,12 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
     """The topology with every operator's code checked (imported, opened, closed: a
     module that does not import or an ``open`` that fails stops the dataplane here, with
     one message naming the operator) and its costs: as declared, else measured on the
-    sample events and published for the other services (``shared.pipeline.costs``)."""
-    from shared.io.redis_client import redis_client
-    from shared.pipeline import costs
-    from shared.pipeline.chain import open_runnable
-    from shared.pipeline.operators import Context
-    from shared.pipeline.samples import sample_payloads
+    sample events and published for the other services (``elastic_sps.pipeline.costs``)."""
+    from elastic_sps.io.redis_client import redis_client
+    from elastic_sps.pipeline import costs
+    from elastic_sps.pipeline.chain import open_runnable
+    from elastic_sps.pipeline.operators import Context
+    from elastic_sps.pipeline.samples import sample_payloads
 
     topo = topology_mod.load(settings.topology)
     r = redis_client(settings.redis_url)
@@ -130,8 +135,8 @@ def prepare_topology(settings: DataplaneSettings) -> Any:
 def check_durability(settings: DataplaneSettings, topo: Any) -> None:
     """Keyed operators' state is only as durable as Redis: said at start, or refused
     (``SPS_REQUIRE_DURABLE_STATE``) with ``NotDurableError``."""
-    from shared.io.durability import check_keyed_state
-    from shared.io.redis_client import redis_client
+    from elastic_sps.io.durability import check_keyed_state
+    from elastic_sps.io.redis_client import redis_client
 
     stateful = [op.name for op in topo.operators if op.stateful]
     if stateful:
@@ -157,8 +162,8 @@ def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[st
 
 
 def start_queries(spark: Any, settings: DataplaneSettings, topo: Any) -> list[Any]:
-    from services.dataplane.source import SpsKafkaSource
-    from shared.io.redis_client import redis_client
+    from elastic_sps.io.redis_client import redis_client
+    from elastic_sps.services.dataplane.source import SpsKafkaSource
 
     spark.dataSource.register(SpsKafkaSource)
     queries = [start_query(spark, settings, topo, list(topo.names))]
@@ -261,8 +266,8 @@ def operator_failure(text: str) -> str:
 def serve_observability(
     settings: DataplaneSettings, topo: Any, queries: Callable[[], list[Any]]
 ) -> None:
-    from shared.io.embedded import free_port
-    from shared.io.redis_client import redis_client
+    from elastic_sps.io.embedded import free_port
+    from elastic_sps.io.redis_client import redis_client
 
     r = redis_client(settings.redis_url)
     registry = CollectorRegistry()
@@ -272,8 +277,8 @@ def serve_observability(
 
 
 def run(settings: DataplaneSettings) -> None:
-    from shared.io.durability import NotDurableError
-    from shared.pipeline.operators import OperatorLoadError
+    from elastic_sps.io.durability import NotDurableError
+    from elastic_sps.pipeline.operators import OperatorLoadError
 
     configure_logging("dataplane")
     try:

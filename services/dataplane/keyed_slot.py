@@ -1,5 +1,5 @@
 """A keyed or window operator's share of a replica slot: its partition's store
-(``shared.io.state_store``), read and written by the engine's core, and the commit of
+(``elastic_sps.io.state_store``), read and written by the engine's core, and the commit of
 state with the offset, ids and watermarks it reflects (after the task's outputs are
 flushed)."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 import time
 
-from services.dataplane.group import GroupRun
-from shared.io.envelope import Envelope
-from shared.io.state_store import PartitionStore
-from shared.pipeline.stateful import WindowResult, state_fields
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.state_store import PartitionStore
+from elastic_sps.pipeline.stateful import WindowResult, state_fields
+from elastic_sps.services.dataplane.group import GroupRun
 
 log = logging.getLogger("sps.dataplane")
 

@@ -21,8 +21,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from shared.io import rescale_timeline
-from shared.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io import rescale_timeline
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 
 log = logging.getLogger("sps.dataplane")
 COUNTS = ("processed", "expired", "dead")

@@ -1,5 +1,5 @@
 """The data source's options: a view of the dataplane's settings (``DataplaneSettings``,
-declared once, with their descriptions, in ``shared.settings``) plus the few things that
+declared once, with their descriptions, in ``elastic_sps.settings``) plus the few things that
 are the query's own. Spark carries them to every task as one JSON string option (its data
 source options are strings), and the tasks read them back with the same types."""
 
@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from shared.settings import CostMode, DataplaneSettings
+from elastic_sps.settings import CostMode, DataplaneSettings
 
 __all__ = ["CostMode", "ResolvedSettings", "SourceOptions"]
 
@@ -66,7 +66,7 @@ class SourceOptions(BaseModel):
         return cls.model_validate_json(options["settings"])
 
     def topology(self) -> Any:
-        from shared.model import topology
+        from elastic_sps.model import topology
 
         return topology.from_dict(yaml.safe_load(self.topology_doc), self.topology_name)
 

@@ -9,13 +9,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from services.dataplane.cluster import executor_id
-from services.dataplane.group import GroupRun
-from services.dataplane.keyed_slot import handover_pause
-from services.dataplane.steps import SlotResult
-from services.dataplane.worker import WORKER
-from shared.contracts.metrics import OperatorCounters
-from shared.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.services.dataplane.cluster import executor_id
+from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.keyed_slot import handover_pause
+from elastic_sps.services.dataplane.steps import SlotResult
+from elastic_sps.services.dataplane.worker import WORKER
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,8 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
 
 
 def las_operator(r: Any, operator: str, keys: Keys) -> Any:
-    from shared.las.operator_side import LasOperator
-    from shared.las.redis_store import SketchPublisher
+    from elastic_sps.las.operator_side import LasOperator
+    from elastic_sps.las.redis_store import SketchPublisher
 
     pub = SketchPublisher(r, operator, keys)
     return LasOperator(pub.publish_sketch, pub.send_delta, seed=zlib.crc32(operator.encode()))

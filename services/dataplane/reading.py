@@ -9,11 +9,11 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from services.dataplane.options import SourceOptions
-from services.dataplane.slots import Slot
-from services.dataplane.worker import WORKER
-from shared.io.connections import kafka_config
-from shared.io.kafka_io import take_ready
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.slots import Slot
+from elastic_sps.services.dataplane.worker import WORKER
 
 WINDOW_END = object()  # the feed's last item: the window is over
 

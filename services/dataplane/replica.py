@@ -15,13 +15,18 @@ import time
 from queue import Empty, SimpleQueue
 from typing import Any
 
-from services.dataplane.group import GroupRun
-from services.dataplane.options import SourceOptions
-from services.dataplane.publishing import TaskSpan, publish
-from services.dataplane.reading import WINDOW_END, feed_window, read_slots, warm_consumers
-from services.dataplane.slots import Slot, SlotRow
-from services.dataplane.steps import SlotResult, SlotRun
-from services.dataplane.worker import WORKER, threads
+from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.publishing import TaskSpan, publish
+from elastic_sps.services.dataplane.reading import (
+    WINDOW_END,
+    feed_window,
+    read_slots,
+    warm_consumers,
+)
+from elastic_sps.services.dataplane.slots import Slot, SlotRow
+from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
+from elastic_sps.services.dataplane.worker import WORKER, threads
 
 
 def serve_replica(

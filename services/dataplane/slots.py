@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from shared.io.durability import lost_state
-from shared.model.keyed import owner
+from elastic_sps.io.durability import lost_state
+from elastic_sps.model.keyed import owner
 
 
 class SlotRow(NamedTuple):
@@ -98,7 +98,7 @@ def plan_keyed_slots(
     operator: str = "?",
 ) -> list[Slot]:
     """A keyed operator's: every partition, each served by the active replica owning it
-    (``shared.model.keyed.owner``); a partition starts where its state was committed
+    (``elastic_sps.model.keyed.owner``); a partition starts where its state was committed
     (the knowledge base holds both), else at Spark's offset, which is then 0 (a fresh
     run, or a partition that never got an event). Past 0 with no commit, Redis lost the
     partition's state and commit: ``StateLostError``, not a start with empty state."""

@@ -17,8 +17,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from services.dataplane.options import SourceOptions
-from services.dataplane.slots import (
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.slots import (
     SLOT_ROW_SCHEMA,
     Slot,
     capped_end,
@@ -100,7 +100,7 @@ class OperatorReader(DataSourceStreamReader):
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
         if self._r is None:
-            from shared.io.redis_client import redis_client
+            from elastic_sps.io.redis_client import redis_client
 
             self._r = redis_client(self.o.redis_url)
         return self._r
@@ -111,12 +111,12 @@ class OperatorReader(DataSourceStreamReader):
         return self._topo
 
     def _keys(self) -> Any:
-        from shared.io.knowledge_base import Keys
+        from elastic_sps.io.knowledge_base import Keys
 
         return Keys(self.o.prefix)
 
     def _kb(self) -> Any:
-        from shared.io.knowledge_base import KnowledgeBase
+        from elastic_sps.io.knowledge_base import KnowledgeBase
 
         return KnowledgeBase(self._redis(), self._keys())
 
@@ -130,7 +130,7 @@ class OperatorReader(DataSourceStreamReader):
 
     def _read(self, with_ends: bool = True) -> BatchReads:
         """The batch's reads of the knowledge base, in one round trip."""
-        from shared.io.knowledge_base import active_count
+        from elastic_sps.io.knowledge_base import active_count
 
         keys, topo, ops = self._keys(), self._topology(), self.operators
         fixed = self.settings.fixed_replicas  # the benchmark's hard-coded baseline
@@ -163,12 +163,12 @@ class OperatorReader(DataSourceStreamReader):
         return [ends.get(j, 0) for j in range(self._pool(op))]
 
     def _watermark_ends(self) -> dict[str, list[int]]:
-        from shared.io.kafka_io import end_offsets
+        from elastic_sps.io.kafka_io import end_offsets
 
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
 
-            from shared.io.connections import kafka_config
+            from elastic_sps.io.connections import kafka_config
 
             self._admin = AdminClient(kafka_config(self.o.bootstrap))
         keys = self._keys()
@@ -265,9 +265,9 @@ class OperatorReader(DataSourceStreamReader):
 
     def _record_effects(self, active: dict[str, int]) -> None:
         """This batch is the first with a changed count: the change took effect now
-        (shared.io.rescale_timeline). Checked only when a count differs from the previous
+        (elastic_sps.io.rescale_timeline). Checked only when a count differs from the previous
         batch's, and once per operator after a (re)start."""
-        from shared.io.rescale_timeline import record_effect
+        from elastic_sps.io.rescale_timeline import record_effect
 
         now = time.time()
         for op in self.operators:
@@ -281,8 +281,8 @@ class OperatorReader(DataSourceStreamReader):
     def _record_move(self, op: str, before: int, after: int, now: float) -> None:
         """A keyed operator's resize: which partitions and key groups change owner, and
         the bytes of state they hold (read by their new owners, never copied)."""
-        from shared.io.state_store import state_bytes
-        from shared.model.keyed import groups_of_partition, moved_partitions
+        from elastic_sps.io.state_store import state_bytes
+        from elastic_sps.model.keyed import groups_of_partition, moved_partitions
 
         spec = self._topology()[op]
         moved = moved_partitions(spec.max_replicas, before, after)
@@ -299,8 +299,8 @@ class OperatorReader(DataSourceStreamReader):
         that late, nothing a drain waits on is recorded here (``replica.publish``)."""
         from confluent_kafka import Producer
 
-        from shared.contracts.metrics import OperatorCounters
-        from shared.io.connections import kafka_config
+        from elastic_sps.contracts.metrics import OperatorCounters
+        from elastic_sps.io.connections import kafka_config
 
         reads = self._reads or self._read()
         if self._producer is None:
@@ -324,7 +324,7 @@ class OperatorReader(DataSourceStreamReader):
 
     # -- executor side -----------------------------------------------------------------
     def read(self, partition: InputPartition) -> Any:
-        from services.dataplane.replica import run_group
+        from elastic_sps.services.dataplane.replica import run_group
 
         assert isinstance(partition, SlotGroup)
         yield from run_group(

@@ -1,4 +1,4 @@
-"""A replica slot's per-event steps around the engine's core (``shared.pipeline.engine``):
+"""A replica slot's per-event steps around the engine's core (``elastic_sps.pipeline.engine``):
 decode → expire → operate → emit → account, with the replica's cost clock
 (``Occupancy``), and the watermark declarations read in line (``declaring``).
 
@@ -20,20 +20,20 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.dataplane.declaring import Declarer, Marks
-from services.dataplane.group import GroupRun
-from services.dataplane.keyed_slot import KeyedSlot, window_envelope
-from services.dataplane.sample import LatencySample
-from services.dataplane.slots import Slot
-from shared.control.routing import Routers
-from shared.io.envelope import BadEvent, Envelope, decode
-from shared.io.id_ledger import IdBatch
-from shared.io.state_store import Fenced
-from shared.io.watermarks import Declaration, Valve, decode_declaration, is_declaration
-from shared.pipeline.engine import Emitted, Event
-from shared.pipeline.failures import Failure, describe
-from shared.pipeline.operators import Context
-from shared.pipeline.stateful import Late, NoKey
+from elastic_sps.control.routing import Routers
+from elastic_sps.io.envelope import BadEvent, Envelope, decode
+from elastic_sps.io.id_ledger import IdBatch
+from elastic_sps.io.state_store import Fenced
+from elastic_sps.io.watermarks import Declaration, Valve, decode_declaration, is_declaration
+from elastic_sps.pipeline.engine import Emitted, Event
+from elastic_sps.pipeline.failures import Failure, describe
+from elastic_sps.pipeline.operators import Context
+from elastic_sps.pipeline.stateful import Late, NoKey
+from elastic_sps.services.dataplane.declaring import Declarer, Marks
+from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.keyed_slot import KeyedSlot, window_envelope
+from elastic_sps.services.dataplane.sample import LatencySample
+from elastic_sps.services.dataplane.slots import Slot
 
 # An operator's ``ctx.writes`` go to Redis in one round trip per this many writes or this
 # many seconds, and at the slot's end. Once per slot and window, as before, a sink's

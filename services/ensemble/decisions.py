@@ -8,7 +8,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from shared.io.connections import kafka_config
+from elastic_sps.io.connections import kafka_config
 
 
 class DecisionLog:

@@ -13,10 +13,17 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from services.ensemble import report as report_mod
-from services.ensemble import state_moves
-from services.ensemble.live_view import Feed, render
-from services.ensemble.replay import (
+from elastic_sps.control.stabilise import Stabilisation
+from elastic_sps.io import id_ledger, rescale_timeline
+from elastic_sps.io.kafka_io import read_topic
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.redis_client import redis_client
+from elastic_sps.model import topology as topology_mod
+from elastic_sps.model import traces
+from elastic_sps.services.ensemble import report as report_mod
+from elastic_sps.services.ensemble import state_moves
+from elastic_sps.services.ensemble.live_view import Feed, render
+from elastic_sps.services.ensemble.replay import (
     WARMUP_S,
     events_needed,
     ids_from_field,
@@ -25,15 +32,8 @@ from services.ensemble.replay import (
     sample_events,
     warmup_ticks,
 )
-from services.ensemble.supervisor import measured_topology, up
-from shared.control.stabilise import Stabilisation
-from shared.io import id_ledger, rescale_timeline
-from shared.io.kafka_io import read_topic
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.redis_client import redis_client
-from shared.model import topology as topology_mod
-from shared.model import traces
-from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, PlanSettings, ServiceSettings
+from elastic_sps.services.ensemble.supervisor import measured_topology, up
+from elastic_sps.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, PlanSettings, ServiceSettings
 
 # The default peak's ceiling: a pipeline whose measured costs are microseconds would
 # otherwise be replayed at hundreds of thousands of events/s, far past what the engine's
@@ -52,7 +52,7 @@ def default_peak(topo: topology_mod.Topology) -> float:
 
 def planned_stabilisation(env: dict[str, str]) -> Stabilisation:
     """The stabiliser the plan service will run with ``env`` over this process's own
-    environment (``shared.settings.PlanSettings``: the preset, then single rules)."""
+    environment (``elastic_sps.settings.PlanSettings``: the preset, then single rules)."""
     fields = PlanSettings.model_fields
     given: dict[str, Any] = {k[4:].lower(): v for k, v in env.items() if k.startswith("SPS_")}
     return PlanSettings(**{k: v for k, v in given.items() if k in fields}).stabilisation()
@@ -322,8 +322,8 @@ def _simulated(
     env: dict[str, str],
 ) -> dict[str, Any]:
     """What the simulator says the policy run and the static baselines would have done."""
-    from services.ensemble.forecast import Scenario, simulated
-    from shared.model.engine import LIVE_ENGINE
+    from elastic_sps.model.engine import LIVE_ENGINE
+    from elastic_sps.services.ensemble.forecast import Scenario, simulated
 
     sc = Scenario(topology, trace_name, duration, peak)
     spec = policy if ":" in policy or policy != "pa-sps" else f"pa-sps:{predictor}"

@@ -1,5 +1,5 @@
 """The simulator's forecast of a live run: the same trace, topology, peak and arrivals the
-demo replays, simulated with the live engine's calibration (``shared.model.engine``). Used by
+demo replays, simulated with the live engine's calibration (``elastic_sps.model.engine``). Used by
 ``demo`` (its report's forecast columns) and ``compare --live``."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from shared.control.stabilise import Stabilisation
-from shared.model import topology as topology_mod
-from shared.model import traces
-from shared.model.engine import EngineModel, Limits
-from shared.policies import make_policy
-from shared.simulation.simulator import SimulationResult, simulate
+from elastic_sps.control.stabilise import Stabilisation
+from elastic_sps.model import topology as topology_mod
+from elastic_sps.model import traces
+from elastic_sps.model.engine import EngineModel, Limits
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.simulator import SimulationResult, simulate
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Scenario:
 
 def arrivals_per_interval(sc: Scenario) -> np.ndarray:
     """The replay's events per interval: the 100 ms ticks the demo plays, summed."""
-    from services.ensemble.replay import played
+    from elastic_sps.services.ensemble.replay import played
 
     trace = traces.load(sc.trace)
     ticks = played(trace, trace.duration_s / sc.duration, sc.peak_rate)
@@ -50,7 +50,7 @@ def simulated(
     figures are ``run_metrics``'s, the definitions the live side uses too."""
     import dataclasses
 
-    from shared.settings import ServiceSettings
+    from elastic_sps.settings import ServiceSettings
 
     topo = topology_mod.load(sc.topology)
     arrivals = arrivals_per_interval(sc)

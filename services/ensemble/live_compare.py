@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from services.ensemble.forecast import Scenario, simulated
-from shared.control.bandit import RewardBounds, reward
-from shared.control.stabilise import Stabilisation, plan_env, split_spec
-from shared.model import topology as topology_mod
-from shared.model.engine import LIVE_ENGINE, EngineModel, Limits
-from shared.simulation.run_metrics import edge_degradation, per_hour
+from elastic_sps.control.bandit import RewardBounds, reward
+from elastic_sps.control.stabilise import Stabilisation, plan_env, split_spec
+from elastic_sps.model import topology as topology_mod
+from elastic_sps.model.engine import LIVE_ENGINE, EngineModel, Limits
+from elastic_sps.services.ensemble.forecast import Scenario, simulated
+from elastic_sps.simulation.run_metrics import edge_degradation, per_hour
 
 FIGURES = (
     "saved_resources",
@@ -67,7 +67,7 @@ def live_figures(
 
 
 def run_reward(figures: dict[str, Any], goal_s: float | None = None) -> float | None:
-    """The bandit's reward (``shared.control.bandit.reward``, the authors' weights and bounds)
+    """The bandit's reward (``elastic_sps.control.bandit.reward``, the authors' weights and bounds)
     over a whole run, latency normalised against the goal (5 s without one): what
     issue 15 compares ``pa-sps:auto`` with each single predictor by."""
     lat, degr, saved = (
@@ -119,7 +119,7 @@ def run(
     latency_goal_s: float | None = None,
     events_file: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    from services.ensemble import demo
+    from elastic_sps.services.ensemble import demo
 
     rows = []
     for spec in policies:

@@ -9,8 +9,8 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from rich.table import Table
 
-from shared.io.connections import kafka_config
-from shared.model.topology import Topology
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.model.topology import Topology
 
 
 class Feed:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from shared.io.embedded import PrerequisiteError, free_port, terminate, wait_port
+from elastic_sps.io.embedded import PrerequisiteError, free_port, terminate, wait_port
 
 COMPOSE_CONFIG = Path(__file__).resolve().parents[2] / "compose" / "prometheus" / "prometheus.yml"
 

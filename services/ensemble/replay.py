@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 from confluent_kafka import Producer
 
-from shared.io.connections import kafka_config
-from shared.model.topology import Topology
-from shared.model.traces import Trace
-from shared.pipeline.samples import record_bytes, sample_payloads
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.model.topology import Topology
+from elastic_sps.model.traces import Trace
+from elastic_sps.pipeline.samples import record_bytes, sample_payloads
 
 
 class EventsTooShort(ValueError):
@@ -35,7 +35,7 @@ def sample_events(
     needed: int | None = None,
 ) -> Iterator[bytes]:
     """Records as a user's producer would write them to the source topic
-    (``shared.pipeline.samples``), one sequence for the whole run; keyed counters when
+    (``elastic_sps.pipeline.samples``), one sequence for the whole run; keyed counters when
     the topology names no samples. ``cycle``: start the records again when they run out;
     by default only when ids do not come from a field (a record replayed with its own id
     is a duplicate of the first, not a new event). Without cycling, ``needed`` records

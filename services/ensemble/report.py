@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from shared.io.id_ledger import StageAccount
-from shared.model.topology import Topology
-from shared.simulation.run_metrics import edge_degradation, per_hour
+from elastic_sps.io.id_ledger import StageAccount
+from elastic_sps.model.topology import Topology
+from elastic_sps.simulation.run_metrics import edge_degradation, per_hour
 
 
 def replay_window(stats: list[dict]) -> list[dict]:

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shared.io import embedded
-from shared.io.embedded import PrerequisiteError, free_port
-from shared.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, DataplaneSettings, LocalSettings
+from elastic_sps.io import embedded
+from elastic_sps.io.embedded import PrerequisiteError, free_port
+from elastic_sps.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, DataplaneSettings, LocalSettings
 
 if TYPE_CHECKING:
-    from shared.model.topology import Topology
+    from elastic_sps.model.topology import Topology
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
 
@@ -74,7 +74,7 @@ class Ensemble:
     def _spawn(self, name: str, port: int | None, log_path: Path) -> subprocess.Popen[bytes]:
         env = {**self.env, **({"SPS_WEB_PORT": str(port)} if port else {})}
         return subprocess.Popen(
-            self.commands.get(name, [sys.executable, "-m", f"services.{name}"]),
+            self.commands.get(name, [sys.executable, "-m", f"elastic_sps.services.{name}"]),
             env=env,
             stdout=log_path.open("ab"),
             stderr=subprocess.STDOUT,
@@ -200,8 +200,8 @@ def up(
 ) -> Iterator[Ensemble]:
     """Start everything; stop everything on exit, whatever happened. ``replace`` runs
     the given command instead of a built-in service (the same environment, supervised)."""
-    from shared.model import topology as topology_mod
-    from shared.settings import ServiceSettings
+    from elastic_sps.model import topology as topology_mod
+    from elastic_sps.settings import ServiceSettings
 
     check_prerequisites()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -237,7 +237,7 @@ def up(
             bootstrap, redis_url, run_dir, env, redis_server=server, commands=dict(replace or {})
         )
         stack.callback(ens.stop)
-        from services.ensemble.decisions import DecisionLog
+        from elastic_sps.services.ensemble.decisions import DecisionLog
 
         decisions = ServiceSettings().topics.decisions
         decision_log = DecisionLog(bootstrap, decisions, run_dir / "decisions.jsonl")
@@ -246,7 +246,7 @@ def up(
             ens.start(name)
         ens.wait_healthy()
         if with_prometheus:
-            from services.ensemble.prometheus import prometheus
+            from elastic_sps.services.ensemble.prometheus import prometheus
 
             ports = {c.name: c.port for c in ens.children if c.port}
             ens.prometheus_url = stack.enter_context(prometheus(run_dir, ports))
@@ -274,9 +274,9 @@ def _servers(stack: contextlib.ExitStack, run_dir: Path) -> tuple[str, embedded.
 def _create_topics(bootstrap: str, topo: Topology, prefix: str) -> None:
     """The control topics, one topic per operator with a partition per replica slot, and
     the user's topics: the source (if it does not exist yet) and the outputs."""
-    from shared.io.kafka_admin import ensure_topics
-    from shared.io.knowledge_base import Keys
-    from shared.settings import ServiceSettings
+    from elastic_sps.io.kafka_admin import ensure_topics
+    from elastic_sps.io.knowledge_base import Keys
+    from elastic_sps.settings import ServiceSettings
 
     ensure_topics(bootstrap, ServiceSettings().topics.control())
     for op in topo.operators:
@@ -290,9 +290,9 @@ def measured_topology(topology: str, run_dir: Path, events_file: str | Path | No
     and written to ``<run_dir>/topology.yaml``, so all services plan on one measurement."""
     import yaml
 
-    from shared.model import topology as topology_mod
-    from shared.pipeline import costs
-    from shared.pipeline.samples import sample_payloads
+    from elastic_sps.model import topology as topology_mod
+    from elastic_sps.pipeline import costs
+    from elastic_sps.pipeline.samples import sample_payloads
 
     topo = topology_mod.load(topology)
     if topo.measured:

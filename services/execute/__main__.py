@@ -1,4 +1,4 @@
-"""python -m services.execute: sps.plans and sps.requests -> Redis, sps.actions."""
+"""python -m elastic_sps.services.execute: sps.plans and sps.requests -> Redis, sps.actions."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from typing import Any
 import redis
 from prometheus_client import Gauge, Histogram
 
-from services.execute.core import Executor
-from services.runtime import ServiceApp, ServiceMetrics
-from shared.contracts.action import ActionRecord
-from shared.contracts.base import encode
-from shared.contracts.plan import PlanRecord, RescaleRequest
-from shared.io.redis_client import redis_client
-from shared.pipeline.costs import service_topology
-from shared.settings import ExecuteSettings, settings_or_exit
+from elastic_sps.contracts.action import ActionRecord
+from elastic_sps.contracts.base import encode
+from elastic_sps.contracts.plan import PlanRecord, RescaleRequest
+from elastic_sps.io.redis_client import redis_client
+from elastic_sps.pipeline.costs import service_topology
+from elastic_sps.services.execute.core import Executor
+from elastic_sps.services.runtime import ServiceApp, ServiceMetrics
+from elastic_sps.settings import ExecuteSettings, settings_or_exit
 
-log = logging.getLogger("services.execute")
+log = logging.getLogger("elastic_sps.services.execute")
 
 
 def build(settings: ExecuteSettings) -> ServiceApp:

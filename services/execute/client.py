@@ -7,10 +7,10 @@ import uuid
 
 from confluent_kafka import Producer
 
-from shared.contracts.base import encode
-from shared.contracts.plan import RescaleRequest
-from shared.io.connections import kafka_config
-from shared.settings import ServiceSettings
+from elastic_sps.contracts.base import encode
+from elastic_sps.contracts.plan import RescaleRequest
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.settings import ServiceSettings
 
 
 def send_rescale(

@@ -1,6 +1,6 @@
 """Execute: write a plan's active-replica counts to Redis exactly once per plan id, and
 never an older interval's plan over a newer one's; for each count that changes, the
-operator's rescale marker (``shared.io.rescale_timeline``) in the same script, and for a
+operator's rescale marker (``elastic_sps.io.rescale_timeline``) in the same script, and for a
 periodic plan the operators it is short for (the ingress gate's ``plan:short``).
 
 The check (was this plan applied?) and the writes happen in one Lua script, so a plan
@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from shared.contracts.action import ActionRecord
-from shared.contracts.base import ContractError
-from shared.contracts.plan import PlanRecord, RescaleRequest
-from shared.control import stela
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.model.topology import Topology
+from elastic_sps.contracts.action import ActionRecord
+from elastic_sps.contracts.base import ContractError
+from elastic_sps.contracts.plan import PlanRecord, RescaleRequest
+from elastic_sps.control import stela
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.model.topology import Topology
 
 # Applied plan ids live in a sorted set by application order, trimmed to the newest
 # APPLIED_KEPT: a replay after a crash is of recent plans, and a set would grow forever
@@ -88,7 +88,7 @@ class Executor:
             op = self.topology[n]
             bounded[n] = max(op.min_replicas, min(op.max_replicas, int(plan.targets[n])))
         now = time.time() if now is None else now
-        # the active counts, then each operator's rescale marker (shared.io.rescale_timeline)
+        # the active counts, then each operator's rescale marker (elastic_sps.io.rescale_timeline)
         keys = [self.keys.applied_plans, self.keys.last_plan]
         keys += [self.keys.active(n) for n in names] + [self.keys.rescale(n) for n in names]
         keys += [self.keys.plan_short]  # a periodic plan says whether scaling meets the need

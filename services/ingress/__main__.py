@@ -1,5 +1,6 @@
-"""python -m services.ingress: the input topic -> LAS -> the entry operators' topics (the
-loop: ``services.ingress.loop``; /metrics and /health: ``services.ops_server``)."""
+"""python -m elastic_sps.services.ingress: the input topic -> LAS -> the entry operators'
+topics (the loop: ``elastic_sps.services.ingress.loop``; /metrics and /health:
+``elastic_sps.services.ops_server``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import threading
 
 from prometheus_client import CollectorRegistry
 
-from services.ingress.loop import Ingress
-from services.ops_server import serve
-from shared.io.kafka_admin import ensure_topics
-from shared.io.knowledge_base import Keys
-from shared.logs import configure_logging
-from shared.pipeline.costs import service_topology
-from shared.settings import IngressSettings, settings_or_exit
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.logs import configure_logging
+from elastic_sps.pipeline.costs import service_topology
+from elastic_sps.services.ingress.loop import Ingress
+from elastic_sps.services.ops_server import serve
+from elastic_sps.settings import IngressSettings, settings_or_exit
 
 log = logging.getLogger("sps.ingress")
 

@@ -6,7 +6,7 @@ whenever a new version appears, and Ĉ advances by ŵ / active replicas (replica
 capacity), so shedding starts only when even the current pool cannot hold τ; with a
 latency goal, only when the plan says even the largest pool cannot (scaling first). The
 shedder's estimates are calibrated to the engine's wall clock by probes the entry operator
-answers (shared.las.wallclock: the micro-batch floor and a multiplier on ŵ).
+answers (elastic_sps.las.wallclock: the micro-batch floor and a multiplier on ŵ).
 Nothing vanishes: each event is admitted, shed (counted, optionally kept on sps.shed) or
 dead-lettered.
 """
@@ -19,16 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from shared.io.envelope import Envelope
-from shared.io.knowledge_base import KnowledgeBase
-from shared.las.redis_store import SketchSubscriber
-from shared.las.shedder import HorizonAverageQueuingLatency, LasShedder
-from shared.las.sketch import key_to_int
-from shared.las.wallclock import CalibratedShedder
-from shared.model.admission import admissible
-from shared.model.engine import LIVE_ENGINE
-from shared.model.records import BadRecord, SourceSpec
-from shared.model.topology import Topology
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.knowledge_base import KnowledgeBase
+from elastic_sps.las.redis_store import SketchSubscriber
+from elastic_sps.las.shedder import HorizonAverageQueuingLatency, LasShedder
+from elastic_sps.las.sketch import key_to_int
+from elastic_sps.las.wallclock import CalibratedShedder
+from elastic_sps.model.admission import admissible
+from elastic_sps.model.engine import LIVE_ENGINE
+from elastic_sps.model.records import BadRecord, SourceSpec
+from elastic_sps.model.topology import Topology
 
 
 @dataclass
@@ -47,7 +47,7 @@ def events_of(
     list[tuple[Envelope, str | None]], list[tuple[bytes, str]], list[tuple[str, int, float]]
 ]:
     """The consumed records as events with their LAS keys, the undecodable ones with the
-    reason (``shared.model.records``), and where each event was read with its event time
+    reason (``elastic_sps.model.records``), and where each event was read with its event time
     (its partition's watermark)."""
     events, dead, times = [], [], []
     for m in msgs:

@@ -1,5 +1,5 @@
 """The ingress as the reader of the source's partitions declares their watermarks
-(``shared.io.watermarks``) to every partition of every entry operator, through the
+(``elastic_sps.io.watermarks``) to every partition of every entry operator, through the
 producer that carries their events, so each declaration follows the events it covers.
 
 A partition's watermark is the latest event time read from it (records the ingress could
@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from shared.io.watermarks import DECLARE_EVERY_S, Declaration, SourceClock
+from elastic_sps.io.watermarks import DECLARE_EVERY_S, Declaration, SourceClock
 
 
 class SourceDeclarations:

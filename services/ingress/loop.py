@@ -1,5 +1,5 @@
 """The ingress's loop: read the input topic, count arrivals per interval, gate each event
-through LAS (``services.ingress.core``), route the admitted ones to the entry operators'
+through LAS (``elastic_sps.services.ingress.core``), route the admitted ones to the entry operators'
 replicas, publish the per-interval counts. A plain confluent-kafka loop rather than a
 faust agent: the gate decides thousands of events per call, and faust's per-event async
 path tops out far below the 20,000 events/s this service must sustain.
@@ -17,22 +17,22 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from services.ingress.arrivals import ArrivalCounts, arrival_s
-from services.ingress.core import Gate, events_of
-from services.ingress.declarations import SourceDeclarations
-from shared.contracts.action import DeadLetter
-from shared.contracts.metrics import OperatorCounters
-from shared.control.routing import Routers, RoutingView
-from shared.io.connections import kafka_config
-from shared.io.id_ledger import IdBatch
-from shared.io.kafka_io import take_ready
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.redis_client import redis_client
-from shared.io.rescale_timeline import CountWatch
-from shared.io.tracked_producer import TrackedProducer
-from shared.io.watermarks import Declaration
-from shared.pipeline.costs import service_topology
-from shared.settings import IngressSettings
+from elastic_sps.contracts.action import DeadLetter
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.control.routing import Routers, RoutingView
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.id_ledger import IdBatch
+from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.redis_client import redis_client
+from elastic_sps.io.rescale_timeline import CountWatch
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.io.watermarks import Declaration
+from elastic_sps.pipeline.costs import service_topology
+from elastic_sps.services.ingress.arrivals import ArrivalCounts, arrival_s
+from elastic_sps.services.ingress.core import Gate, events_of
+from elastic_sps.services.ingress.declarations import SourceDeclarations
+from elastic_sps.settings import IngressSettings
 
 log = logging.getLogger("sps.ingress")
 

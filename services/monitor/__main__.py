@@ -1,16 +1,16 @@
-"""python -m services.monitor: sps.metrics -> sps.stats."""
+"""python -m elastic_sps.services.monitor: sps.metrics -> sps.stats."""
 
 from __future__ import annotations
 
-from services.monitor.core import Closer, IntervalAggregator
-from services.runtime import ServiceApp, ServiceMetrics
-from shared.contracts.base import ContractError, encode
-from shared.contracts.metrics import OperatorCounters
-from shared.contracts.stats import StatsRecord
-from shared.io.knowledge_base import KnowledgeBase
-from shared.io.redis_client import redis_client
-from shared.pipeline.costs import service_topology
-from shared.settings import MonitorSettings, settings_or_exit
+from elastic_sps.contracts.base import ContractError, encode
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.contracts.stats import StatsRecord
+from elastic_sps.io.knowledge_base import KnowledgeBase
+from elastic_sps.io.redis_client import redis_client
+from elastic_sps.pipeline.costs import service_topology
+from elastic_sps.services.monitor.core import Closer, IntervalAggregator
+from elastic_sps.services.runtime import ServiceApp, ServiceMetrics
+from elastic_sps.settings import MonitorSettings, settings_or_exit
 
 
 def build(settings: MonitorSettings) -> ServiceApp:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shared.contracts.metrics import OperatorCounters
-from shared.contracts.stats import OperatorInterval, StatsRecord
-from shared.model.topology import SOURCE, Topology
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.contracts.stats import OperatorInterval, StatsRecord
+from elastic_sps.model.topology import SOURCE, Topology
 
 
 @dataclass

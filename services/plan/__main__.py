@@ -1,13 +1,13 @@
-"""python -m services.plan: sps.analysis -> sps.plans."""
+"""python -m elastic_sps.services.plan: sps.analysis -> sps.plans."""
 
 from __future__ import annotations
 
-from services.plan.core import Planner, decisions
-from services.runtime import ServiceApp, ServiceMetrics
-from shared.contracts.analysis import AnalysisRecord
-from shared.contracts.base import encode
-from shared.pipeline.costs import service_topology
-from shared.settings import PlanSettings, settings_or_exit
+from elastic_sps.contracts.analysis import AnalysisRecord
+from elastic_sps.contracts.base import encode
+from elastic_sps.pipeline.costs import service_topology
+from elastic_sps.services.plan.core import Planner, decisions
+from elastic_sps.services.runtime import ServiceApp, ServiceMetrics
+from elastic_sps.settings import PlanSettings, settings_or_exit
 
 
 def build(settings: PlanSettings) -> ServiceApp:

@@ -1,19 +1,19 @@
 """Plan: an analysis in, a plan out (Algorithm 2 with pool bounds and the budget, shared
-with the simulator through ``shared.control.plan.make_plan``)."""
+with the simulator through ``elastic_sps.control.plan.make_plan``)."""
 
 from __future__ import annotations
 
 import math
 import time
 
-from shared.contracts.analysis import AnalysisRecord
-from shared.contracts.base import ContractError
-from shared.contracts.decision import DecisionRecord
-from shared.contracts.plan import PlanRecord
-from shared.control.plan import make_plan
-from shared.control.stabilise import Backlog, Stabilisation, Stabiliser
-from shared.model.topology import Topology
-from shared.policies.base import Analysis, OperatorDecision
+from elastic_sps.contracts.analysis import AnalysisRecord
+from elastic_sps.contracts.base import ContractError
+from elastic_sps.contracts.decision import DecisionRecord
+from elastic_sps.contracts.plan import PlanRecord
+from elastic_sps.control.plan import make_plan
+from elastic_sps.control.stabilise import Backlog, Stabilisation, Stabiliser
+from elastic_sps.model.topology import Topology
+from elastic_sps.policies.base import Analysis, OperatorDecision
 
 
 class Planner:

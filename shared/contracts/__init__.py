@@ -4,6 +4,6 @@ Both ends validate: producers build the pydantic model, consumers ``decode`` byt
 the model or a ``ContractError`` whose message is the dead-letter reason.
 """
 
-from shared.contracts.base import ContractError, Record, decode, encode
+from elastic_sps.contracts.base import ContractError, Record, decode, encode
 
 __all__ = ["ContractError", "Record", "decode", "encode"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from shared.contracts.base import Record
+from elastic_sps.contracts.base import Record
 
 
 class ActionRecord(Record):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from shared.contracts.base import Record
+from elastic_sps.contracts.base import Record
 
 
 class OperatorNeed(BaseModel):

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.contracts.base import Record
+from elastic_sps.contracts.base import Record
 
 
 class OperatorCounters(Record):
@@ -22,7 +22,7 @@ class OperatorCounters(Record):
     processed: float = Field(default=0.0, ge=0)
     emitted: float = Field(default=0.0, ge=0)
     # per successor, counted as they are sent: PA-SPS Eq. 6's λ_i^p in the same batches
-    # as the sender's μ_p (shared.model.pa_sps_model.edge_thetas)
+    # as the sender's μ_p (elastic_sps.model.pa_sps_model.edge_thetas)
     emitted_to: dict[str, float] = Field(default_factory=dict)
     queued: float | None = Field(default=None, ge=0)  # latest per replica; None: not reported
     busy_s: float = Field(default=0.0, ge=0)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from shared.contracts.base import Record
+from elastic_sps.contracts.base import Record
 
 
 class PlanRecord(Record):

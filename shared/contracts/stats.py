@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from shared.contracts.base import Record
-from shared.model.interval_stats import IntervalStats, OperatorStats
+from elastic_sps.contracts.base import Record
+from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
 
 
 class OperatorInterval(BaseModel):

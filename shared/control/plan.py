@@ -2,10 +2,10 @@
 
 The policy's per-operator needs are raised, if the user set a latency goal, to the
 replicas that clear each operator's backlog within the goal (``goal_replicas``), bounded
-by each pool, then calmed by the optional stabiliser (``shared.control.stabilise``: scale-down
+by each pool, then calmed by the optional stabiliser (``elastic_sps.control.stabilise``: scale-down
 window, margin, backlog, maximum step); if a global budget is set and the needs exceed
-it, Stela's ETP decides who gets the replicas (``shared.control.stela.allocate``): the budget is
-the one hard limit. An operator whose need exceeds its pool or its share of the budget is
+it, Stela's ETP decides who gets the replicas (``elastic_sps.control.stela.allocate``): the
+budget is the one hard limit. An operator whose need exceeds its pool or its share of the budget is
 **short**: only then may the ingress shed (scaling before shedding).
 """
 
@@ -15,10 +15,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shared.control import stela
-from shared.control.stabilise import Backlog, Stabiliser
-from shared.model.analysis import Analysis
-from shared.model.topology import Topology
+from elastic_sps.control import stela
+from elastic_sps.control.stabilise import Backlog, Stabiliser
+from elastic_sps.model.analysis import Analysis
+from elastic_sps.model.topology import Topology
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One router for every producer into the dataplane (the ingress, each replica): its view
 of a successor (active count, replicas' utilisation from their backlogs) and the
 load-aware router built on it (``grouping.LoadAwareRouter``); a keyed successor's events
-go to the partition of their key instead (``shared.model.keyed``), whatever the count."""
+go to the partition of their key instead (``elastic_sps.model.keyed``), whatever the count."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from shared.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
-from shared.io.knowledge_base import KnowledgeBase
-from shared.io.rescale_timeline import CountWatch
-from shared.model.keyed import partition_of_key
-from shared.model.records import lookup_first
+from elastic_sps.control.grouping import ROUTING_REFRESH_S, LoadAwareRouter, backlog_utilisation
+from elastic_sps.io.knowledge_base import KnowledgeBase
+from elastic_sps.io.rescale_timeline import CountWatch
+from elastic_sps.model.keyed import partition_of_key
+from elastic_sps.model.records import lookup_first
 
 
 class RoutingView:

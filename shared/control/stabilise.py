@@ -45,8 +45,8 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shared.model.analysis import Analysis
-from shared.model.interval_stats import IntervalStats
+from elastic_sps.model.analysis import Analysis
+from elastic_sps.model.interval_stats import IntervalStats
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ def split_spec(spec: str) -> tuple[str, Stabilisation | None]:
 
 
 def plan_env(rules: Stabilisation, td: float) -> dict[str, str]:
-    """The plan service's settings (shared.settings.PlanSettings) for exactly these rules
+    """The plan service's settings (elastic_sps.settings.PlanSettings) for exactly these rules
     (no preset under them: ``Stabilisation()`` gives a plan with no stabiliser)."""
     rules = rules.at_td(td)
     env = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.model.topology import SOURCE, Topology
+from elastic_sps.model.topology import SOURCE, Topology
 
 _TOL = 1e-9
 

@@ -1,7 +1,7 @@
 """Connection security for Kafka and Redis, from ``SPS_KAFKA_*`` and ``SPS_REDIS_*``.
 
 Every Kafka and Redis client of the project is built through ``kafka_config`` /
-``shared.io.redis_client.redis_client``, so one set of variables secures them all, the
+``elastic_sps.io.redis_client.redis_client``, so one set of variables secures them all, the
 Spark executors' clients included (the dataplane forwards these variables to them).
 Modelled on quixstreams' ``ConnectionConfig``: librdkafka's own option names, secrets as
 ``SecretStr`` (shown as ``**********`` in any repr or log), one method per client kind.

@@ -2,7 +2,7 @@
 checked as the dataplane plans.
 
 Keyed state and the input offset it reflects are committed together in Redis
-(``shared.io.state_store``); Spark's checkpoint holds only offsets. A Redis that loses its
+(``elastic_sps.io.state_store``); Spark's checkpoint holds only offsets. A Redis that loses its
 data (memory only, restarted) loses both, and Spark's offsets would then serve the
 partition with empty state. So the dataplane says at start when Redis is not durable
 (``check_keyed_state``), and a keyed partition whose commit vanished stops the query
@@ -18,7 +18,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from shared.io.knowledge_base import Keys
+from elastic_sps.io.knowledge_base import Keys
 
 log = logging.getLogger("sps.durability")
 

@@ -90,7 +90,7 @@ def broker_binary() -> str:
 def kafka_home() -> Path:
     """Where ``make kafka`` put the broker's jars (``libs/``): ``SPS_KAFKA_HOME``, else a
     cache outside the repository."""
-    from shared.io.local_settings import LocalSettings
+    from elastic_sps.io.local_settings import LocalSettings
 
     default = Path.home() / ".cache" / "elastic-sps" / f"kafka-{KAFKA_VERSION}"
     return Path(LocalSettings().kafka_home or default)
@@ -222,7 +222,7 @@ def broker_kind() -> str:
     """``SPS_EMBEDDED_BROKER``: ``kafka`` (Apache Kafka, the default) or ``tansu``."""
     from pydantic import ValidationError
 
-    from shared.io.local_settings import LocalSettings
+    from elastic_sps.io.local_settings import LocalSettings
 
     try:
         return LocalSettings().embedded_broker

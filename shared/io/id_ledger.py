@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.io.knowledge_base import Keys
+from elastic_sps.io.knowledge_base import Keys
 
 KINDS = ("sent", "processed", "expired", "dead", "late")
 TTL_S = 7 * 24 * 3600  # a run's ledger outlives its report by a week, then Redis drops it

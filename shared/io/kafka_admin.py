@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from shared.io.connections import kafka_config
+from elastic_sps.io.connections import kafka_config
 
 
 def ensure_topics(

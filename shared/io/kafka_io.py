@@ -21,7 +21,7 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
     to the quiet rule alone."""
     from aiokafka import AIOKafkaConsumer
 
-    from shared.io.connections import KafkaSecurity
+    from elastic_sps.io.connections import KafkaSecurity
 
     async def run() -> list[Any]:
         c = AIOKafkaConsumer(

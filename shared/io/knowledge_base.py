@@ -52,7 +52,7 @@ class Keys:
 
     def topic(self, op: str) -> str:
         """The operator's Kafka topic in this run's namespace."""
-        from shared.io.topics import Topics
+        from elastic_sps.io.topics import Topics
 
         return Topics.operator(op, self.prefix)
 
@@ -113,7 +113,7 @@ class Keys:
 
     @property
     def rescale_log(self) -> str:
-        """Every change that took effect, oldest first (shared.io.rescale_timeline)."""
+        """Every change that took effect, oldest first (elastic_sps.io.rescale_timeline)."""
         return f"{self.prefix}:dp:rescales"
 
     @property
@@ -155,7 +155,7 @@ class Keys:
 
     def watermarks(self, op: str, partition: int) -> str:
         """One partition's watermark ("@") and its inputs' declarations: hash input ->
-        watermark, input + "#" -> "idle of" (``shared.io.watermarks``)."""
+        watermark, input + "#" -> "idle of" (``elastic_sps.io.watermarks``)."""
         return f"{self.prefix}:wm:{op}:{partition}"
 
     def epochs(self, op: str) -> str:

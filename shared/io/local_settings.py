@@ -1,6 +1,6 @@
 """What every process on this machine reads (services, command line and tests alike),
 below the services' settings so that the embedded servers and the trace loader can read it
-(``shared.settings`` re-exports it)."""
+(``elastic_sps.settings`` re-exports it)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.io.watermarks import InputMark
+from elastic_sps.io.watermarks import InputMark
 
 WATERMARK_FIELD = "@"
 

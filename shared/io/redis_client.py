@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from shared.io.connections import RedisSecurity
+from elastic_sps.io.connections import RedisSecurity
 
 
 def redis_client(url: str, timeout_s: float = 5.0, retries: int = 8) -> Any:

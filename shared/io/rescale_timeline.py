@@ -4,7 +4,7 @@ job's restart).
 
 * **decided**: the plan service made the plan (``PlanRecord.decided_at``);
 * **applied**: execute wrote the new count, and in the same Lua script the operator's
-  marker ``Keys.rescale`` (``services.execute.core``);
+  marker ``Keys.rescale`` (``elastic_sps.services.execute.core``);
 * **effect**: the dataplane planned the first micro-batch with the new count
   (``record_effect``, called by the stream reader as it plans a batch); the marker gets
   ``effect_at`` once (HSETNX, so a restarted reader does not count it twice) and the
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.io.knowledge_base import Keys
+from elastic_sps.io.knowledge_base import Keys
 
 LOG_KEPT = 10_000  # newest changes kept in the log: one run's worth, bounded
 RECOVERED_SHARE = 0.9  # processed / received for the throughput to count as recovered

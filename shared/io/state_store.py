@@ -26,9 +26,9 @@ from typing import Any
 
 import orjson
 
-from shared.io.knowledge_base import Keys
-from shared.io.marks import WATERMARK_FIELD, marks_args, read_marks, text
-from shared.io.watermarks import InputMark
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.marks import WATERMARK_FIELD, marks_args, read_marks, text
+from elastic_sps.io.watermarks import InputMark
 
 MISSING: Any = object()
 _DELETED: Any = object()

@@ -16,8 +16,8 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from shared.io.connections import kafka_config
-from shared.io.knowledge_base import Keys
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.knowledge_base import Keys
 
 _RAISE = """
 for i = 1, #ARGV, 2 do

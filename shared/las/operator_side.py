@@ -14,7 +14,7 @@ from enum import Enum
 
 import numpy as np
 
-from shared.las.sketch import Hashes, SketchPair, dimensions
+from elastic_sps.las.sketch import Hashes, SketchPair, dimensions
 
 
 class OperatorState(Enum):

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from shared.io.knowledge_base import Keys
-from shared.las.sketch import Hashes, SketchPair
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.las.sketch import Hashes, SketchPair
 
 log = logging.getLogger(__name__)
 FORMAT = 1

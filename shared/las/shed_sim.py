@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from shared.las.operator_side import LasOperator
-from shared.las.shedder import (
+from elastic_sps.las.operator_side import LasOperator
+from elastic_sps.las.shedder import (
     AverageQueuingLatency,
     BaseLineShedder,
     FullKnowledgeShedder,
@@ -22,7 +22,7 @@ from shared.las.shedder import (
     Shedder,
     StrawManShedder,
 )
-from shared.las.sketch import SketchPair
+from elastic_sps.las.sketch import SketchPair
 
 SHEDDERS = ("las", "strawman", "baseline", "full")
 DISTRIBUTIONS = ("uniform", "zipf-0.5", "zipf-1.0", "zipf-1.5", "zipf-2.0", "zipf-2.5", "zipf-3.0")

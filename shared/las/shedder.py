@@ -17,7 +17,7 @@ from enum import Enum
 
 import numpy as np
 
-from shared.las.sketch import SketchPair
+from elastic_sps.las.sketch import SketchPair
 
 
 class LatencyGoal(ABC):
@@ -121,7 +121,7 @@ class CostModelShedder(Shedder):
         # and the listing's plain Ĉ is kept (``idle_clamp = False``).
         self.idle_clamp = True
         # A wait every tuple sees whatever the backlog (a micro-batch engine's cadence);
-        # 0 in the paper's model. See shared.las.wallclock.
+        # 0 in the paper's model. See elastic_sps.las.wallclock.
         self.floor = 0.0
 
     _admitted_since_probe = 0

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shared.las.shedder import AverageQueuingLatency, CostModelShedder, ShedderState
+from elastic_sps.las.shedder import AverageQueuingLatency, CostModelShedder, ShedderState
 
 
 @dataclass(frozen=True)

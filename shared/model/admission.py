@@ -1,12 +1,12 @@
 """The admission bound both the simulator's ``goal`` shedder and the live ingress apply:
 the most input one interval may admit with every queue still clearable within the goal
-(``shared.simulation.sim_shedding`` says where it comes from)."""
+(``elastic_sps.simulation.sim_shedding`` says where it comes from)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from shared.model.topology import Topology
+from elastic_sps.model.topology import Topology
 
 
 def admissible(

@@ -1,5 +1,5 @@
 """What a policy's analysis says for the next interval: per operator, the replicas it
-needs and what that was computed from (``shared.policies.base.Policy`` returns it; the
+needs and what that was computed from (``elastic_sps.policies.base.Policy`` returns it; the
 plan and the stabiliser take it)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.model.keyed import moved_partitions
+from elastic_sps.model.keyed import moved_partitions
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def keyed_move_loss(
 ) -> float:
     """Replicas' worth of capacity a keyed operator loses over an interval in which its
     count changes: the moved partitions' share of its replicas is idle for the move's
-    pause (``shared.model.keyed.moved_partitions``)."""
+    pause (``elastic_sps.model.keyed.moved_partitions``)."""
     pause = engine.keyed_move_s + engine.keyed_move_s_per_byte * state_bytes
     if before == after or pause <= 0:
         return 0.0

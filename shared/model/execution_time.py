@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.model.interval_stats import IntervalStats
-from shared.model.topology import Topology
+from elastic_sps.model.interval_stats import IntervalStats
+from elastic_sps.model.topology import Topology
 
 # An interval with fewer processed events says little about the cost: keep the last one.
 MIN_EVENTS = 10

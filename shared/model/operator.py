@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model.keyed import DEFAULT_KEY_GROUPS
-from shared.model.records import Paths
-from shared.model.records import paths as key_paths
-from shared.model.topology_checks import TopologyError
-from shared.model.windows import WindowSpec
+from elastic_sps.model.keyed import DEFAULT_KEY_GROUPS
+from elastic_sps.model.records import Paths
+from elastic_sps.model.records import paths as key_paths
+from elastic_sps.model.topology_checks import TopologyError
+from elastic_sps.model.windows import WindowSpec
 
 OPERATOR_KEYS = {
     "name",
@@ -38,10 +38,10 @@ class Operator:
     benchmark``, or the dataplane at start). ``cpu_share``: the share of that time spent
     on a CPU (measured; None: unknown, treated as waiting work). ``code``: the user's
     ``package.module:callable`` (empty: pass events on). ``output``: the topic a sink's
-    outputs go to. ``on_error``: ``dead-letter`` or ``fail`` (shared.pipeline.failures).
+    outputs go to. ``on_error``: ``dead-letter`` or ``fail`` (elastic_sps.pipeline.failures).
     ``chain``: False keeps it out of a chain (``chained``). ``members``: the declared
     operators a chained operator runs in turn (empty for a declared one). ``key``: a
-    keyed operator's ``field:<path>`` (``shared.model.keyed``), with ``key_groups`` its
+    keyed operator's ``field:<path>`` (``elastic_sps.model.keyed``), with ``key_groups`` its
     most parallelism; ``window``: an event-time window operator's (``windows``).
     ``state_ttl_s``: a keyed operator's key state expires once the watermark passes its
     last event's time plus this (event time: ``run_local`` and the dataplane agree)."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from shared.model.interval_stats import IntervalStats
-from shared.model.topology import SOURCE, Topology
+from elastic_sps.model.interval_stats import IntervalStats
+from elastic_sps.model.topology import SOURCE, Topology
 
 # Eq. 2 rarely gives a whole number; we round *up* (a fractional replica's worth of work
 # still needs a replica), after forgiving float noise so that exactly 2.0000000001 -> 2.

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from shared.io.envelope import Envelope
+from elastic_sps.io.envelope import Envelope
 
 FORMATS = ("json", "text", "bytes")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.model.topology import SOURCE, Edge, Operator, Topology, TopologyError
+from elastic_sps.model.topology import SOURCE, Edge, Operator, Topology, TopologyError
 
 
 def generated_dag(operators: int, pool: int, seed: int = 0, width: int = 10) -> Topology:

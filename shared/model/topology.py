@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from shared.model.operator import (
+from elastic_sps.model.operator import (
     CPU_BOUND_SHARE,
     OPERATOR_KEYS,
     Operator,
@@ -23,9 +23,9 @@ from shared.model.operator import (
     operator_dict,
     operator_from_doc,
 )
-from shared.model.records import SourceSpec
-from shared.model.topology_checks import ON_ERROR, SOURCE, TopologyError, toposort, validate
-from shared.model.topology_doc import check_shape
+from elastic_sps.model.records import SourceSpec
+from elastic_sps.model.topology_checks import ON_ERROR, SOURCE, TopologyError, toposort, validate
+from elastic_sps.model.topology_doc import check_shape
 
 __all__ = ["CPU_BOUND_SHARE", "ON_ERROR", "SOURCE", "Operator", "TopologyError"]
 
@@ -68,7 +68,7 @@ class Topology:
     def with_costs(self, costs: Mapping[str, tuple[float, float | None]]) -> Topology:
         """The topology with ``costs`` (declared operator -> (et_ms, cpu_share)) filled in
         where the topology left them out; declared figures stay. A chained topology takes
-        its members' costs (what ``shared.pipeline.costs`` measures) and sums them."""
+        its members' costs (what ``elastic_sps.pipeline.costs`` measures) and sums them."""
         if self.unchained is not None:
             return chained(self.unchained.with_costs(costs))
         ops = tuple(
@@ -223,7 +223,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
 
 
 def builtin_names() -> list[str]:
-    pkg = resources.files("shared") / "topologies"
+    pkg = resources.files("elastic_sps") / "topologies"
     return sorted(p.name[:-5] for p in pkg.iterdir() if p.name.endswith(".yaml"))
 
 
@@ -239,7 +239,7 @@ def load(name_or_path: str | Path) -> Topology:
         text = path.read_text()
         origin = str(path)
     else:
-        res = resources.files("shared") / "topologies" / f"{name_or_path}.yaml"
+        res = resources.files("elastic_sps") / "topologies" / f"{name_or_path}.yaml"
         if not res.is_file():
             raise TopologyError(
                 f"unknown topology {str(name_or_path)!r}; built in: {', '.join(builtin_names())}"

@@ -1,5 +1,5 @@
 """What makes a topology valid (names, bounds, edges, no cycle, every operator reached),
-and its operators in topological order; ``shared.model.topology`` runs them on every
+and its operators in topological order; ``elastic_sps.model.topology`` runs them on every
 topology it builds."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# what a replica does with an event its operator raised on (shared.pipeline.failures)
+# what a replica does with an event its operator raised on (elastic_sps.pipeline.failures)
 ON_ERROR = ("dead-letter", "fail")
 SOURCE = "source"
 

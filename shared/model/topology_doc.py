@@ -1,5 +1,5 @@
 """A topology's YAML document as a pydantic model: the shape every document is checked
-against before ``shared.model.topology`` builds it (types, unknown keys), and the JSON
+against before ``elastic_sps.model.topology`` builds it (types, unknown keys), and the JSON
 Schema ``elastic-sps schema`` prints for editors. What a shape cannot say (names that
 exist, no cycle, bounds in order) stays in ``topology_checks``."""
 
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared.model.topology_checks import TopologyError
+from elastic_sps.model.topology_checks import TopologyError
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 

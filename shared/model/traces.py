@@ -101,12 +101,12 @@ def load_csv(path: str | Path, slot_s: float = 1.0) -> Trace:
 
 
 def bundled_names() -> list[str]:
-    pkg = resources.files("shared") / "bundled_traces"
+    pkg = resources.files("elastic_sps") / "bundled_traces"
     return sorted(p.name[:-4] for p in pkg.iterdir() if p.name.endswith(".csv"))
 
 
 def _search_dirs() -> list[Path]:
-    from shared.io.local_settings import LocalSettings
+    from elastic_sps.io.local_settings import LocalSettings
 
     dirs = []
     if env := LocalSettings().trace_dir:
@@ -120,7 +120,7 @@ def load(name_or_path: str, slot_s: float = 1.0, peak_eps: float | None = None) 
     """A bundled trace by name, a CSV by path, or a name found in ELASTIC_SPS_TRACE_DIR."""
     path = Path(name_or_path)
     if not path.exists():
-        res = resources.files("shared") / "bundled_traces" / f"{name_or_path}.csv"
+        res = resources.files("elastic_sps") / "bundled_traces" / f"{name_or_path}.csv"
         if res.is_file():
             path = Path(str(res))
         else:

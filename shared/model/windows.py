@@ -4,7 +4,7 @@ An operator's ``window:`` is ``{tumbling_s: S}``, ``{hopping_s: S, slide_s: P}``
 ``{session_gap_s: G}``, with ``lateness_s`` (default 0). Windows are aligned to the
 epoch, [start, end) in the source's time unit (epoch seconds). A window closes when the
 operator's watermark reaches its end plus the lateness (``closed``); the watermark is
-declared by the operator's inputs (``shared.io.watermarks``).
+declared by the operator's inputs (``elastic_sps.io.watermarks``).
 """
 
 from __future__ import annotations

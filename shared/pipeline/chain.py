@@ -1,6 +1,6 @@
 """A chained operator at run time: its members' code called in turn in one replica.
 
-``shared.model.topology.chained`` decides what chains; here each event entering the
+``elastic_sps.model.topology.chained`` decides what chains; here each event entering the
 chain goes through the first member, each of its outputs through the next, and so on;
 the last member's outputs are the chain's, sent on under the names the chained topology
 gives their operators (a member's code names the successors it was written for). A
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model.topology import Topology
-from shared.pipeline.operators import (
+from elastic_sps.model.topology import Topology
+from elastic_sps.pipeline.operators import (
     Context,
     Output,
     Passthrough,
@@ -22,7 +22,7 @@ from shared.pipeline.operators import (
     normalise,
     open_operator,
 )
-from shared.pipeline.stateful import AggregateOperator, Count, open_aggregate
+from elastic_sps.pipeline.stateful import AggregateOperator, Count, open_aggregate
 
 
 @dataclass

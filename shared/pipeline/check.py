@@ -1,6 +1,6 @@
 """``elastic-sps check``: what can be known about a topology without servers.
 
-The document against its model (``shared.model.topology_doc``) and rules, every
+The document against its model (``elastic_sps.model.topology_doc``) and rules, every
 operator's code imported and opened, and the sample events run through in this process
 (``local_run``) with each operator's real exception when it raises. An error is what
 stops a pipeline from running as meant; a warning is what a user may have meant.
@@ -14,15 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.model import topology as topology_model
-from shared.model.records import lookup_first, paths
-from shared.model.topology import Topology, TopologyError
-from shared.pipeline.chain import open_runnable
-from shared.pipeline.failures import MAX_FAILURE_SHARE, OperatorFailing, user_frames
-from shared.pipeline.local_run import DeadLetter, LocalRun, connect_redis, run_local
-from shared.pipeline.operators import Context, DiscardedWrites, NotASuccessor, OperatorLoadError
-from shared.pipeline.samples import sample_payloads
-from shared.pipeline.stateful import Count, WindowAggregator, open_aggregate
+from elastic_sps.model import topology as topology_model
+from elastic_sps.model.records import lookup_first, paths
+from elastic_sps.model.topology import Topology, TopologyError
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.failures import MAX_FAILURE_SHARE, OperatorFailing, user_frames
+from elastic_sps.pipeline.local_run import DeadLetter, LocalRun, connect_redis, run_local
+from elastic_sps.pipeline.operators import (
+    Context,
+    DiscardedWrites,
+    NotASuccessor,
+    OperatorLoadError,
+)
+from elastic_sps.pipeline.samples import sample_payloads
+from elastic_sps.pipeline.stateful import Count, WindowAggregator, open_aggregate
 
 # past this share of its sample events raising, an operator has a bug, not bad input:
 # the share past which the dataplane's FailureGuard stops one

@@ -19,14 +19,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.io.envelope import Envelope, decode
-from shared.io.knowledge_base import KnowledgeBase
-from shared.model.topology import Topology
-from shared.pipeline.chain import open_runnable
-from shared.pipeline.engine import Event, OperatorCore
-from shared.pipeline.failures import describe
-from shared.pipeline.local_store import MemoryStore
-from shared.pipeline.operators import Context, DiscardedWrites, Runnable
+from elastic_sps.io.envelope import Envelope, decode
+from elastic_sps.io.knowledge_base import KnowledgeBase
+from elastic_sps.model.topology import Topology
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.engine import Event, OperatorCore
+from elastic_sps.pipeline.failures import describe
+from elastic_sps.pipeline.local_store import MemoryStore
+from elastic_sps.pipeline.operators import Context, DiscardedWrites, Runnable
 
 WARMUP_EVENTS = 20  # first calls fill caches and compile regexes: not the steady cost
 MAX_EVENTS = 500
@@ -144,8 +144,8 @@ def resolved(topo: Topology, redis: Any, prefix: str, wait_s: float = 300.0) -> 
 def service_topology(settings: Any) -> Topology:
     """A service's topology (``settings.topology``): with its operators' costs, waiting
     for the dataplane's measurement when the topology leaves ``et_ms`` out."""
-    from shared.io.redis_client import redis_client
-    from shared.model import topology
+    from elastic_sps.io.redis_client import redis_client
+    from elastic_sps.model import topology
 
     topo = topology.load(settings.topology)
     if topo.measured:

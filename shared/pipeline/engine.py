@@ -2,7 +2,7 @@
 watermark declaration on one partition, behind small ports (a ``Store`` for keyed state,
 windows, the ids applied and the watermarks; the caller emits what it returns).
 
-The Spark dataplane (``services.dataplane.steps``), the in-process runner
+The Spark dataplane (``elastic_sps.services.dataplane.steps``), the in-process runner
 (``local_run``) and ``check`` drive this core; in-memory ports make it testable without
 servers (``tests/unit/test_engine.py``), as bytewax's ``testing`` and arroyo's strategies
 are. Its promises:
@@ -14,7 +14,7 @@ are. Its promises:
 * an operator that raises leaves no state write behind (its ``ctx.state`` changes are
   saved only when it returns; a window's accumulators all or none);
 * windows fire when the partition's watermark, combined from its inputs' declarations
-  (``shared.io.watermarks``), reaches their end plus lateness, at that declaration's
+  (``elastic_sps.io.watermarks``), reaches their end plus lateness, at that declaration's
   place in the partition's log: a retry reading the same log fires the same windows with
   the same values, whatever the wall clock says.
 """
@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.io.watermarks import Declaration, Valve
-from shared.model.keyed import key_group
-from shared.model.topology import Topology
-from shared.pipeline.operators import Context, Output, Runnable, normalise
-from shared.pipeline.stateful import (
+from elastic_sps.io.watermarks import Declaration, Valve
+from elastic_sps.model.keyed import key_group
+from elastic_sps.model.topology import Topology
+from elastic_sps.pipeline.operators import Context, Output, Runnable, normalise
+from elastic_sps.pipeline.stateful import (
     AggregateOperator,
     KeyState,
     Store,

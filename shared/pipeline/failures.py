@@ -10,12 +10,13 @@ failure stops it.
 
 from __future__ import annotations
 
+import importlib.util
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.model.topology import ON_ERROR
+from elastic_sps.model.topology import ON_ERROR
 
 
 class OperatorFailing(RuntimeError):
@@ -35,7 +36,15 @@ class Failure:
         return f"{self.error_type}: {self.message}" if self.message else self.error_type
 
 
-_OURS = tuple(str(Path(__file__).resolve().parents[2] / pkg) for pkg in ("shared", "services"))
+def _our_folders() -> tuple[str, ...]:
+    """Where elastic-sps's own code lies: the library's folder and the services' (one
+    folder inside it when installed, a sibling in a checkout)."""
+    services = importlib.util.find_spec("elastic_sps.services")
+    found = list(services.submodule_search_locations or []) if services else []
+    return (str(Path(__file__).resolve().parents[1]), *(str(Path(p).resolve()) for p in found))
+
+
+_OURS = _our_folders()
 
 
 def user_frames(exc: BaseException, frames: int = 3) -> str:

@@ -23,17 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shared.io.watermarks import Declaration, Valve
-from shared.model import topology as topology_model
-from shared.model.records import BadRecord
-from shared.model.topology import Topology
-from shared.pipeline.chain import open_runnable
-from shared.pipeline.engine import Emitted, Event, OperatorCore
-from shared.pipeline.failures import OperatorFailing, describe
-from shared.pipeline.local_store import MemoryStore
-from shared.pipeline.operators import Context, DiscardedWrites
-from shared.pipeline.samples import record_bytes
-from shared.pipeline.stateful import Late
+from elastic_sps.io.watermarks import Declaration, Valve
+from elastic_sps.model import topology as topology_model
+from elastic_sps.model.records import BadRecord
+from elastic_sps.model.topology import Topology
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.engine import Emitted, Event, OperatorCore
+from elastic_sps.pipeline.failures import OperatorFailing, describe
+from elastic_sps.pipeline.local_store import MemoryStore
+from elastic_sps.pipeline.operators import Context, DiscardedWrites
+from elastic_sps.pipeline.samples import record_bytes
+from elastic_sps.pipeline.stateful import Late
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def run_local(
 def connect_redis(redis: Any) -> Any:
     """A client for ``redis``: a URL connects, a client (or None) is kept."""
     if isinstance(redis, str):
-        from shared.io.redis_client import redis_client
+        from elastic_sps.io.redis_client import redis_client
 
         return redis_client(redis)
     return redis

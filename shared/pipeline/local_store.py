@@ -1,4 +1,4 @@
-"""One partition's keyed state in this process's memory: what ``shared.io.state_store``'s
+"""One partition's keyed state in this process's memory: what ``elastic_sps.io.state_store``'s
 ``PartitionStore`` keeps in Redis, for the in-process runner (``local_run``) and the
 engine's unit tests. Same methods; ``commit`` keeps what was applied (no other attempt can
 overtake one in a process)."""
@@ -9,8 +9,8 @@ import heapq
 from collections.abc import Iterable
 from typing import Any
 
-from shared.io.state_store import MISSING
-from shared.io.watermarks import InputMark
+from elastic_sps.io.state_store import MISSING
+from elastic_sps.io.watermarks import InputMark
 
 
 class MemoryStore:

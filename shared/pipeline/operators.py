@@ -44,7 +44,7 @@ class Context:
     * ``prefix``: the run's Redis key prefix, to start your own keys with (then ``:app:``).
     * ``key``, ``state``: a keyed operator's event key and that key's mapping of JSON
       values, kept across events, resizes and restarts and changed exactly once per event
-      (``shared.pipeline.stateful``); "" and a plain dict for an unkeyed one.
+      (``elastic_sps.pipeline.stateful``); "" and a plain dict for an unkeyed one.
     """
 
     def __init__(
@@ -127,16 +127,9 @@ def resolve(code: str, operator: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time error of the user's module
-        ours = module_name.split(".")[0] in ("shared", "services")
-        hint = (
-            "; 'shared' and 'services' are elastic-sps's own packages and shadow yours of "
-            "those names: rename yours"
-            if ours
-            else ""
-        )
         raise OperatorLoadError(
             f"operator {operator!r}: cannot import module {module_name!r} "
-            f"({type(exc).__name__}: {exc}){hint}"
+            f"({type(exc).__name__}: {exc})"
         ) from exc
     obj: Any = module
     for part in attr.split("."):

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from shared.model.topology import Topology
-from shared.pipeline.operators import resolve
+from elastic_sps.model.topology import Topology
+from elastic_sps.pipeline.operators import resolve
 
 GENERATED = 5000  # payloads drawn from a generator (then cycled)
 JSON_LINES = (".jsonl", ".ndjson")  # read as JSON whatever the source's format

@@ -2,7 +2,7 @@
 
 * A **keyed** operator's code is an ordinary operator; for each event it gets ``ctx.key``
   and ``ctx.state``, that key's mapping of JSON values (``KeyState``), kept across events,
-  resizes and restarts (``shared.io.state_store``).
+  resizes and restarts (``elastic_sps.io.state_store``).
 * A **window** operator's code is an aggregate: a class with ``initial()``,
   ``add(acc, payload) -> acc`` and optionally ``result(acc) -> value`` and
   ``merge(a, b) -> acc`` (sessions need it). When a window closes (``windows.py``) the
@@ -19,16 +19,16 @@ from typing import Any, Protocol
 
 import orjson
 
-from shared.io.state_store import MISSING, window_field
-from shared.model.keyed import key_group
-from shared.model.records import lookup_first
-from shared.model.topology import Operator
-from shared.pipeline.operators import OperatorLoadError, resolve
+from elastic_sps.io.state_store import MISSING, window_field
+from elastic_sps.model.keyed import key_group
+from elastic_sps.model.records import lookup_first
+from elastic_sps.model.topology import Operator
+from elastic_sps.pipeline.operators import OperatorLoadError, resolve
 
 
 class Store(Protocol):
     """A partition's state as keyed and window operators use it: ``PartitionStore`` in
-    Redis, ``shared.pipeline.local_store.MemoryStore`` in one process."""
+    Redis, ``elastic_sps.pipeline.local_store.MemoryStore`` in one process."""
 
     watermark: float | None
 

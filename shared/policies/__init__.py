@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.control.predictors import TRAINED
-from shared.model.topology import Topology
-from shared.policies.base import Analysis, OperatorDecision, Policy, PolicyConfigError
-from shared.policies.pa_sps import PASPS, pa_sps, pa_sps_auto, pa_sps_bandit, presps
-from shared.policies.static import Static
+from elastic_sps.control.predictors import TRAINED
+from elastic_sps.model.topology import Topology
+from elastic_sps.policies.base import Analysis, OperatorDecision, Policy, PolicyConfigError
+from elastic_sps.policies.pa_sps import PASPS, pa_sps, pa_sps_auto, pa_sps_bandit, presps
+from elastic_sps.policies.static import Static
 
 __all__ = [
     "PASPS",
@@ -89,11 +89,11 @@ def _with_budget(opts: dict[str, Any]) -> int | None:
 
 
 def _register_others() -> None:
-    from shared.policies.autoscale import Autoscale, AutoscaleParams
-    from shared.policies.ds2 import DS2, DS2Params
-    from shared.policies.lag import LagPolicy
-    from shared.policies.reactive import Reactive
-    from shared.policies.stela_policy import StelaPolicy
+    from elastic_sps.policies.autoscale import Autoscale, AutoscaleParams
+    from elastic_sps.policies.ds2 import DS2, DS2Params
+    from elastic_sps.policies.lag import LagPolicy
+    from elastic_sps.policies.reactive import Reactive
+    from elastic_sps.policies.stela_policy import StelaPolicy
 
     def autoscale(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
         # U: the top of the "medium" activity band (theta_max), above which it scales out
@@ -111,7 +111,7 @@ def _register_others() -> None:
         return Reactive(topo, high=u or Reactive.high, name=_named("reactive", arg, u))
 
     def default(topo: Topology, arg: str | None, opts: dict[str, Any]) -> Policy:
-        from shared.settings import DEFAULT_PREDICTOR
+        from elastic_sps.settings import DEFAULT_PREDICTOR
 
         policy = _pa_sps(topo, DEFAULT_PREDICTOR, opts)
         policy.name = "default"

@@ -16,9 +16,9 @@ from enum import Enum
 
 import numpy as np
 
-from shared.model.interval_stats import IntervalStats
-from shared.model.topology import SOURCE, Topology
-from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
+from elastic_sps.model.interval_stats import IntervalStats
+from elastic_sps.model.topology import SOURCE, Topology
+from elastic_sps.policies.base import Analysis, OperatorDecision, PolicyConfigError
 
 
 class Activity(Enum):

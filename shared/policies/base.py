@@ -2,15 +2,15 @@
 
 A policy sees one interval's statistics and says, per operator, how many active replicas
 the next interval needs. Planning (pool bounds, the global budget) is shared: see
-``shared.control.plan``. The simulator and the analyze service call the very same objects.
+``elastic_sps.control.plan``. The simulator and the analyze service call the very same objects.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from shared.model.analysis import Analysis, OperatorDecision
-from shared.model.interval_stats import IntervalStats
+from elastic_sps.model.analysis import Analysis, OperatorDecision
+from elastic_sps.model.interval_stats import IntervalStats
 
 __all__ = ["Analysis", "OperatorDecision", "Policy", "PolicyConfigError"]
 

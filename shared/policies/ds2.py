@@ -20,9 +20,9 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from shared.model.interval_stats import IntervalStats
-from shared.model.topology import SOURCE, Topology
-from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
+from elastic_sps.model.interval_stats import IntervalStats
+from elastic_sps.model.topology import SOURCE, Topology
+from elastic_sps.policies.base import Analysis, OperatorDecision, PolicyConfigError
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shared.model.interval_stats import IntervalStats
-from shared.model.topology import Topology
-from shared.policies.base import Analysis, OperatorDecision, PolicyConfigError
+from elastic_sps.model.interval_stats import IntervalStats
+from elastic_sps.model.topology import Topology
+from elastic_sps.policies.base import Analysis, OperatorDecision, PolicyConfigError
 
 
 @dataclass

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.control.bandit import UCB, RewardBounds, RewardWeights, reward
-from shared.control.predictors import Predictor, make_predictor
-from shared.control.selection import ErrorLeader
-from shared.model import pa_sps_model as model
-from shared.model.execution_time import ExecutionTimes
-from shared.model.interval_stats import IntervalStats
-from shared.model.topology import Topology
-from shared.policies.base import Analysis, OperatorDecision
+from elastic_sps.control.bandit import UCB, RewardBounds, RewardWeights, reward
+from elastic_sps.control.predictors import Predictor, make_predictor
+from elastic_sps.control.selection import ErrorLeader
+from elastic_sps.model import pa_sps_model as model
+from elastic_sps.model.execution_time import ExecutionTimes
+from elastic_sps.model.interval_stats import IntervalStats
+from elastic_sps.model.topology import Topology
+from elastic_sps.policies.base import Analysis, OperatorDecision
 
 RULE = "PA-SPS Eq. 2: ceil((predicted_received + queue) x et / td), into [min, pool]"
 
@@ -21,7 +21,7 @@ class PASPS:
     """Predict λ̂_G(t+1), spread it over the DAG with θ_i(t) (Eqs. 4-6), add the queued
     events of the operator and, propagated, of its predecessors (Eq. 7), and size each
     operator with Eq. 2 rounded up into [min, pool]. Eq. 2's et_i is max(benchmark,
-    observed) as in the authors' code (``shared.model.execution_time``).
+    observed) as in the authors' code (``elastic_sps.model.execution_time``).
     """
 
     topology: Topology
@@ -117,7 +117,7 @@ class SelectedPredictor(Predictor):
 
 class LeaderPredictor(SelectedPredictor):
     """``pa-sps:auto``: every member forecasts every interval; the one with the lowest
-    recent absolute error forecasts for the plan (``shared.control.selection``)."""
+    recent absolute error forecasts for the plan (``elastic_sps.control.selection``)."""
 
     name = "auto"
 
@@ -163,7 +163,7 @@ class LeaderPredictor(SelectedPredictor):
 
 @dataclass
 class PASPSBandit(PASPS):
-    """PA-SPS with the predictor chosen by the authors' bandit (``shared.control.bandit``,
+    """PA-SPS with the predictor chosen by the authors' bandit (``elastic_sps.control.bandit``,
     ``pa-sps:bandit``): every ``window`` intervals the chosen predictor is rewarded from
     the window's measured latency (against ``goal_ms``), throughput degradation and
     saved resources, and UCB picks the next."""
@@ -208,7 +208,7 @@ class PASPSBandit(PASPS):
 
 def pa_sps_auto(topology: Topology, retrain_every: int | None = None) -> PASPS:
     """PA-SPS forecasting with the recently most accurate predictor
-    (``shared.control.selection``)."""
+    (``elastic_sps.control.selection``)."""
     p = PASPS(topology, LeaderPredictor(retrain_every=retrain_every))
     p.name = "pa-sps:auto"
     return p

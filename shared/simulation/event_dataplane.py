@@ -24,11 +24,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from shared.model import pa_sps_model as model
-from shared.model.engine import EngineModel, Handover, Limits
-from shared.model.interval_stats import OperatorStats
-from shared.model.topology import SOURCE, Operator, Topology
-from shared.simulation.sim_series import IntervalTally
+from elastic_sps.model import pa_sps_model as model
+from elastic_sps.model.engine import EngineModel, Handover, Limits
+from elastic_sps.model.interval_stats import OperatorStats
+from elastic_sps.model.topology import SOURCE, Operator, Topology
+from elastic_sps.simulation.sim_series import IntervalTally
 
 Event = tuple[float, float]  # (born: entered the system, ready: reached this operator)
 

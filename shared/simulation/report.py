@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from shared.simulation.simulator import SimulationResult
+    from elastic_sps.simulation.simulator import SimulationResult
 
 COLUMNS = [
     ("saved_resources", "Saved Resources", "{:.3f}"),

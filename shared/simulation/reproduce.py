@@ -18,12 +18,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import traces
-from shared.model.engine import LIVE_ENGINE, EngineModel, Limits
-from shared.model.topology import Operator, Topology, linear
-from shared.policies import make_policy
-from shared.simulation.run_metrics import RunMetrics
-from shared.simulation.simulator import simulate
+from elastic_sps.model import traces
+from elastic_sps.model.engine import LIVE_ENGINE, EngineModel, Limits
+from elastic_sps.model.topology import Operator, Topology, linear
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.run_metrics import RunMetrics
+from elastic_sps.simulation.simulator import simulate
 
 TD_S = 30.0
 LIMITS = Limits(t_out_s=30.0, q_size=100_000)

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from shared.model.topology import Topology
-    from shared.simulation.sim_series import Series
+    from elastic_sps.model.topology import Topology
+    from elastic_sps.simulation.sim_series import Series
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shared.simulation.run_metrics import RunMetrics
-    from shared.simulation.simulator import SimulationResult
+    from elastic_sps.simulation.run_metrics import RunMetrics
+    from elastic_sps.simulation.simulator import SimulationResult
 
 
 def score(m: RunMetrics) -> float:

@@ -1,5 +1,5 @@
 """What a simulation accumulates: one interval's tally and the run's per-interval series
-(``shared.simulation.run_metrics`` summarises them)."""
+(``elastic_sps.simulation.run_metrics`` summarises them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shared.model.interval_stats import OperatorStats
+from elastic_sps.model.interval_stats import OperatorStats
 
 
 @dataclass

@@ -4,7 +4,7 @@ Two shedders decide, per interval, how much of λ_G(t) enters; the rest is shed:
 
 * ``goal``: what the ensemble does. The ingress sheds only while the last plan was
   *short* (an operator's need for the goal exceeded its pool or budget,
-  ``shared.control.plan``), and then admits what keeps the short operators' queues clearable
+  ``elastic_sps.control.plan``), and then admits what keeps the short operators' queues clearable
   within the goal with the replicas they have; the others the plan scales, so they do
   not limit what enters. Otherwise it admits everything.
 * ``full``: Full Knowledge, the least any shedder can shed for the goal: it sees the
@@ -16,7 +16,7 @@ Two shedders decide, per interval, how much of λ_G(t) enters; the rest is shed:
 The bound: operator i serves ``cap_i = efficiency × r_i / et_i`` events/s and receives
 θ_i per admitted event; with q_i queued now, admitting a keeps its queue at the end of
 the interval within what it clears in the goal, q_i + θ_i·a − cap_i·td ≤ cap_i·goal, so
-a ≤ (cap_i·(goal + td) − q_i) / θ_i (the plan's goal rule, ``shared.control.plan``, read for
+a ≤ (cap_i·(goal + td) − q_i) / θ_i (the plan's goal rule, ``elastic_sps.control.plan``, read for
 the input instead of the replicas).
 """
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from shared.model.admission import admissible
-from shared.model.topology import Topology
+from elastic_sps.model.admission import admissible
+from elastic_sps.model.topology import Topology
 
 SHEDDERS = ("goal", "full")
 

@@ -22,17 +22,17 @@ from typing import Protocol
 
 import numpy as np
 
-from shared.control.plan import make_plan
-from shared.control.stabilise import Stabilisation, Stabiliser, backlogs
-from shared.model import pa_sps_model as model
-from shared.model.engine import EngineModel, Handover, Limits, keyed_move_loss
-from shared.model.interval_stats import IntervalStats, OperatorStats
-from shared.model.topology import SOURCE, Operator, Topology
-from shared.policies.base import Policy
-from shared.simulation import sim_shedding
-from shared.simulation.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
-from shared.simulation.run_metrics import RunMetrics, summarise
-from shared.simulation.sim_series import IntervalTally, Series
+from elastic_sps.control.plan import make_plan
+from elastic_sps.control.stabilise import Stabilisation, Stabiliser, backlogs
+from elastic_sps.model import pa_sps_model as model
+from elastic_sps.model.engine import EngineModel, Handover, Limits, keyed_move_loss
+from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
+from elastic_sps.model.topology import SOURCE, Operator, Topology
+from elastic_sps.policies.base import Policy
+from elastic_sps.simulation import sim_shedding
+from elastic_sps.simulation.fluid_queue import Cohort, OperatorQueue, coalesce, gg_c_wait
+from elastic_sps.simulation.run_metrics import RunMetrics, summarise
+from elastic_sps.simulation.sim_series import IntervalTally, Series
 
 MODES = ("fluid", "event")
 
@@ -214,7 +214,7 @@ def simulate(
     ``latency_goal_s`` raises their needs as the plan service does. ``mode`` is
     ``fluid`` (cohorts, fast) or ``event`` (every event, per-replica queues; ``seed``
     draws its arrival times, routing and execution times). ``shedder`` (``goal`` or
-    ``full``, with a latency goal) sheds at ingress (``shared.simulation.sim_shedding``)."""
+    ``full``, with a latency goal) sheds at ingress (``elastic_sps.simulation.sim_shedding``)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: choose from {MODES}")
     if shedder is not None and latency_goal_s is None:
@@ -286,7 +286,7 @@ def _dataplane(
     if mode == "fluid":
         return FluidDataplane(topo, engine, limits)
     # Imported here: the event data plane builds on this module's engine model.
-    from shared.simulation.event_dataplane import EventDataplane
+    from elastic_sps.simulation.event_dataplane import EventDataplane
 
     return EventDataplane(topo, engine, limits, seed)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from tests.support.user_project import expected_value, write_package, write_readings
 
 pytestmark = pytest.mark.compose
@@ -142,7 +142,7 @@ def replay(env: dict[str, str], seconds: float = 15) -> int:
     out = sh(
         sys.executable,
         "-m",
-        "services.cli",
+        "elastic_sps.services.cli",
         "replay",
         "--bootstrap",
         "127.0.0.1:9094",
@@ -162,7 +162,7 @@ def replay(env: dict[str, str], seconds: float = 15) -> int:
 def wait_all_accounted(expected_sent: int, timeout: float = 300) -> list:
     """Until every id sent to each operator is processed there, by id; returns the
     stage accounts."""
-    from shared.io import id_ledger
+    from elastic_sps.io import id_ledger
 
     r = redis_client()
     deadline = time.monotonic() + timeout
@@ -192,7 +192,7 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
     # Micro-batches run only while events flow: a short replay after the rescale.
     r = redis_client()
     sh(str(STACK), "compose", "stop", "analyze", env=stack)
-    cli = (sys.executable, "-m", "services.cli")
+    cli = (sys.executable, "-m", "elastic_sps.services.cli")
     rescale = ("rescale", "--operator", "square", "--replicas", "3")
     sh(*cli, *rescale, "--bootstrap", "127.0.0.1:9094", env={"PYTHONPATH": str(ROOT)})
     deadline = time.monotonic() + 60
@@ -238,7 +238,7 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
     stages = wait_all_accounted(sent)
     assert stages[0].sent == sent and stages[1].processed == sent
     # the output topic holds each event's output once, right
-    from shared.io.kafka_io import read_topic
+    from elastic_sps.io.kafka_io import read_topic
 
     rows = read_topic("127.0.0.1:9094", "results", max_s=60)
     assert len(rows) == len({row["id"] for row in rows}) == sent

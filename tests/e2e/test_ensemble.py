@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from services.ensemble import demo
+from elastic_sps.services.ensemble import demo
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +74,7 @@ def test_every_event_is_accounted_for(spike_run):
 
 
 def test_explain_tells_why_an_operator_had_its_replicas(spike_run, spike_dir, capsys):
-    from services.cli import main
+    from elastic_sps.services.cli import main
 
     rows = [json.loads(x) for x in (spike_dir / "decisions.jsonl").read_text().splitlines()]
     out_ = [d for d in rows if d["operator"] == "classify_content" and d["chosen"] > d["current"]]
@@ -164,7 +164,7 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM])
 def test_up_restarts_a_crashed_service_and_stops_every_process_on_a_signal(tmp_path, sig):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "services.cli", "up", "--out", str(tmp_path)],
+        [sys.executable, "-m", "elastic_sps.services.cli", "up", "--out", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -182,11 +182,12 @@ def test_up_restarts_a_crashed_service_and_stops_every_process_on_a_signal(tmp_p
     kids = _children(proc.pid)
     assert kids, "up started no child processes"
     if sig == signal.SIGTERM:  # once: kill -9 a service, up restarts it
-        (monitor,) = [k for k, cmd in kids.items() if "services.monitor" in cmd]
+        (monitor,) = [k for k, cmd in kids.items() if "elastic_sps.services.monitor" in cmd]
         os.kill(monitor, signal.SIGKILL)
         _wait_for(
             lambda: any(
-                "services.monitor" in cmd and k != monitor for k, cmd in _children(proc.pid).items()
+                "elastic_sps.services.monitor" in cmd and k != monitor
+                for k, cmd in _children(proc.pid).items()
             ),
             60,
             "the monitor was not restarted",
@@ -226,10 +227,10 @@ def swapped(tmp_path_factory):
 
     import numpy as np
 
-    from services.ensemble.replay import replay
-    from services.ensemble.supervisor import up
-    from shared.model import topology
-    from shared.settings import ServiceSettings
+    from elastic_sps.model import topology
+    from elastic_sps.services.ensemble.replay import replay
+    from elastic_sps.services.ensemble.supervisor import up
+    from elastic_sps.settings import ServiceSettings
 
     topo = topology.load("twitter_remote")
     ingress = ServiceSettings().topics.ingress
@@ -259,10 +260,10 @@ def swapped(tmp_path_factory):
 def test_a_swapped_in_analyze_service_drives_the_pools(swapped):
     """The built-in plan and execute apply what the example asks: at least two replicas
     everywhere, which no built-in policy would ask at this trickle of traffic."""
-    from shared.io.kafka_io import read_topic
-    from shared.io.knowledge_base import Keys
-    from shared.io.redis_client import redis_client
-    from shared.settings import ServiceSettings
+    from elastic_sps.io.kafka_io import read_topic
+    from elastic_sps.io.knowledge_base import Keys
+    from elastic_sps.io.redis_client import redis_client
+    from elastic_sps.settings import ServiceSettings
 
     ens, topo = swapped
     keys = Keys(ens.env["SPS_KEY_PREFIX"])
@@ -281,7 +282,7 @@ def test_a_swapped_in_analyze_service_drives_the_pools(swapped):
 
 
 def test_prometheus_scrapes_every_service_with_compose_s_config(swapped):
-    from services.ensemble.prometheus import wait_all_up
+    from elastic_sps.services.ensemble.prometheus import wait_all_up
 
     ens, _ = swapped
     if ens.prometheus_url is None:

@@ -15,8 +15,8 @@ import pytest
 from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 
-from services.ensemble import demo
-from services.execute.client import send_rescale
+from elastic_sps.services.ensemble import demo
+from elastic_sps.services.execute.client import send_rescale
 from tests.support.orders_check import outputs_once
 
 pytestmark = pytest.mark.e2e

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from sps_orders.generate import orders
 
-from services.ensemble import demo
-from services.execute.client import send_rescale
+from elastic_sps.services.ensemble import demo
+from elastic_sps.services.execute.client import send_rescale
 from tests.support.orders_check import (
     PIPELINE,
     WINDOW_S,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from services.ensemble import demo
+from elastic_sps.services.ensemble import demo
 from tests.support.user_project import expected_value, write_package, write_readings
 
 pytestmark = pytest.mark.e2e
@@ -58,10 +58,10 @@ def _rescale_mid_stream(ens, operator: str) -> None:
 
     from confluent_kafka import Producer
 
-    from shared.contracts.base import encode
-    from shared.contracts.plan import RescaleRequest
-    from shared.io.connections import kafka_config
-    from shared.settings import ServiceSettings
+    from elastic_sps.contracts.base import encode
+    from elastic_sps.contracts.plan import RescaleRequest
+    from elastic_sps.io.connections import kafka_config
+    from elastic_sps.settings import ServiceSettings
 
     time.sleep(8)
     req = RescaleRequest(request_id=uuid.uuid4().hex, operator=operator, replicas=3)
@@ -170,7 +170,10 @@ def test_a_module_that_does_not_import_stops_the_dataplane_with_one_message(
         "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
     }
     done = subprocess.run(
-        [sys.executable, "-m", "services.dataplane"], env=env, capture_output=True, timeout=120
+        [sys.executable, "-m", "elastic_sps.services.dataplane"],
+        env=env,
+        capture_output=True,
+        timeout=120,
     )
     assert done.returncode != 0
     assert (

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Producer
 
 from benchmarks.bench_peers import Collector
-from shared.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_admin import ensure_topics
 
 pytestmark = pytest.mark.integration
 

@@ -31,10 +31,10 @@ def test_a_cpu_bound_operator_gets_no_more_replicas_than_the_cores(
 ):
     import redis
 
-    from shared.control.plan import make_plan
-    from shared.model import topology
-    from shared.pipeline.costs import resolved
-    from shared.policies.base import Analysis, OperatorDecision
+    from elastic_sps.control.plan import make_plan
+    from elastic_sps.model import topology
+    from elastic_sps.pipeline.costs import resolved
+    from elastic_sps.policies.base import Analysis, OperatorDecision
 
     with capacity_rig(kafka_bootstrap, redis_url, tmp_path, 2.0, pool=8, code=CPU_CODE) as rig:
         assert rig.measure(2, seconds=1) > 0  # two replicas serve it

@@ -14,15 +14,15 @@ import pytest
 import redis
 from sps_twitter import operators as twitter
 
-from services.execute.core import Executor
-from shared.contracts.plan import PlanRecord
-from shared.io import id_ledger, rescale_timeline
-from shared.io.embedded import free_port
-from shared.io.envelope import Envelope
-from shared.io.kafka_io import read_topic as read_all
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.tracked_producer import TrackedProducer
-from shared.model import topology
+from elastic_sps.contracts.plan import PlanRecord
+from elastic_sps.io import id_ledger, rescale_timeline
+from elastic_sps.io.embedded import free_port
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.kafka_io import read_topic as read_all
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.model import topology
+from elastic_sps.services.execute.core import Executor
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +84,10 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
     # start from whatever the broker holds: record current ends as the starting point.
     log = (tmp_path / "job.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "services.dataplane"], env=env, stdout=log, stderr=subprocess.STDOUT
+        [sys.executable, "-m", "elastic_sps.services.dataplane"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 300  # a cluster starts its executor JVMs first

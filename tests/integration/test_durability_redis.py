@@ -10,12 +10,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from services.dataplane.slots import plan_keyed_slots
-from shared.io import embedded
-from shared.io.durability import StateLostError, redis_durability
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.redis_client import redis_client
-from shared.io.state_store import PartitionStore
+from elastic_sps.io import embedded
+from elastic_sps.io.durability import StateLostError, redis_durability
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.redis_client import redis_client
+from elastic_sps.io.state_store import PartitionStore
+from elastic_sps.services.dataplane.slots import plan_keyed_slots
 from tests.support import servers
 
 pytestmark = pytest.mark.integration

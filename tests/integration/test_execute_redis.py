@@ -1,10 +1,10 @@
 import pytest
 
-from services.execute.core import Executor
-from shared.contracts.plan import PlanRecord, RescaleRequest
-from shared.io.envelope import Envelope
-from shared.io.knowledge_base import Keys
-from shared.model import topology
+from elastic_sps.contracts.plan import PlanRecord, RescaleRequest
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.model import topology
+from elastic_sps.services.execute.core import Executor
 
 pytestmark = pytest.mark.integration
 TOPO = topology.load("twitter")
@@ -46,8 +46,8 @@ def test_a_password_protected_redis_needs_the_password_setting(monkeypatch):
     SPS_REDIS_PASSWORD and is refused without it."""
     import redis as redis_py
 
-    from shared.io.embedded import RedisServer
-    from shared.io.redis_client import redis_client
+    from elastic_sps.io.embedded import RedisServer
+    from elastic_sps.io.redis_client import redis_client
 
     server = RedisServer(password="s3cret").start()
     try:
@@ -78,7 +78,7 @@ def test_on_demand_scale_in_by_machine(redis_client):
 def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
     """Scaling before shedding, over a real Redis: execute records the plan's short
     operators; the ingress gate (with a goal) holds LAS while there are none."""
-    from services.ingress.core import Gate
+    from elastic_sps.services.ingress.core import Gate
 
     keys = Keys("short")
     ex = Executor(redis_client, TOPO, keys)
@@ -112,7 +112,7 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     1,000 events LAS alone admits all (parse has 8 replicas: 0.05 s of work), the bound
     760; the rest is shed, none lost. Once the plan is no longer short: no bound."""
 
-    from services.ingress.core import Gate
+    from elastic_sps.services.ingress.core import Gate
 
     keys = Keys("bound")
     ex = Executor(redis_client, TOPO, keys)

@@ -3,8 +3,8 @@ and a replayed duplicate cannot hide it."""
 
 import pytest
 
-from shared.io import id_ledger
-from shared.io.id_ledger import IdBatch
+from elastic_sps.io import id_ledger
+from elastic_sps.io.id_ledger import IdBatch
 
 pytestmark = pytest.mark.integration
 

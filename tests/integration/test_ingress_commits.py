@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from services.ingress.loop import Ingress
-from shared.io.kafka_admin import ensure_topics
-from shared.io.knowledge_base import Keys
-from shared.settings import IngressSettings
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.services.ingress.loop import Ingress
+from elastic_sps.settings import IngressSettings
 
 pytestmark = pytest.mark.integration
 

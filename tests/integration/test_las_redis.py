@@ -7,18 +7,18 @@ import time
 import numpy as np
 import pytest
 
-from shared.io.knowledge_base import Keys
-from shared.las.redis_store import SketchPublisher, SketchSubscriber
-from shared.las.shedder import AverageQueuingLatency, LasShedder
-from shared.las.sketch import Hashes, SketchPair
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.las.redis_store import SketchPublisher, SketchSubscriber
+from elastic_sps.las.shedder import AverageQueuingLatency, LasShedder
+from elastic_sps.las.sketch import Hashes, SketchPair
 
 pytestmark = pytest.mark.integration
 
 OPERATOR_SCRIPT = """
 import sys, time
 import numpy as np, redis
-from shared.las.operator_side import LasOperator
-from shared.las.redis_store import SketchPublisher
+from elastic_sps.las.operator_side import LasOperator
+from elastic_sps.las.redis_store import SketchPublisher
 r = redis.Redis.from_url(sys.argv[1])
 pub = SketchPublisher(r, "classify")
 op = LasOperator(pub.publish_sketch, pub.send_delta, window=512, seed=7)
@@ -92,7 +92,7 @@ def test_bad_state_in_redis_is_ignored_and_last_good_kept(redis_client, caplog):
 
 def test_redis_traffic_is_order_m_over_n(redis_client):
     """Theorem 3.3 on the wire: count the operator's commands at the server."""
-    from shared.las.operator_side import LasOperator
+    from elastic_sps.las.operator_side import LasOperator
 
     redis_client.config_resetstat()
     pub = SketchPublisher(redis_client, "op")

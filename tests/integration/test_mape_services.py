@@ -11,12 +11,12 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from shared.contracts.metrics import OperatorCounters
-from shared.io.kafka_admin import ensure_topics
-from shared.io.kafka_io import read_topic
-from shared.io.knowledge_base import Keys
-from shared.io.topics import Topics
-from shared.model import topology
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_io import read_topic
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.topics import Topics
+from elastic_sps.model import topology
 from tests.support.processes import ServiceProcess
 from tests.support.recorded import chain_interval
 
@@ -140,7 +140,7 @@ def test_spike_scales_out_then_in_and_bad_records_are_dead_lettered(
 def test_dry_run_decides_and_explains_but_changes_no_count(
     kafka_bootstrap, redis_url, redis_client
 ):
-    from shared.contracts.analysis import OperatorNeed
+    from elastic_sps.contracts.analysis import OperatorNeed
     from tests.support.records import analysis_record
 
     tag, topics, env = run_env(kafka_bootstrap, redis_url, SPS_DRY_RUN="true")

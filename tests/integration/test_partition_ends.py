@@ -9,13 +9,13 @@ import uuid
 import pytest
 import redis
 
-from services.dataplane.options import SourceOptions
-from services.dataplane.source import OperatorReader
-from shared.io.kafka_admin import ensure_topics
-from shared.io.knowledge_base import Keys
-from shared.io.tracked_producer import TrackedProducer
-from shared.model import topology
-from shared.settings import DataplaneSettings
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.source import OperatorReader
+from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.integration
 

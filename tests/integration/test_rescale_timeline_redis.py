@@ -3,11 +3,11 @@ recorded once, and the /metrics histogram counted as changes happen."""
 
 import pytest
 
-from services.execute.core import Executor
-from shared.contracts.plan import PlanRecord
-from shared.io import rescale_timeline
-from shared.io.knowledge_base import Keys
-from shared.model import topology
+from elastic_sps.contracts.plan import PlanRecord
+from elastic_sps.io import rescale_timeline
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.model import topology
+from elastic_sps.services.execute.core import Executor
 
 pytestmark = pytest.mark.integration
 TOPO = topology.load("twitter")

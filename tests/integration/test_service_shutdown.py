@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from services.runtime import SHUTDOWN_GRACE_S
-from shared.io import embedded
+from elastic_sps.io import embedded
+from elastic_sps.services.runtime import SHUTDOWN_GRACE_S
 from tests.support.processes import ServiceProcess
 
 pytestmark = pytest.mark.integration

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from redis.connection import AbstractConnection
 
-from services.dataplane.options import SourceOptions
-from services.dataplane.source import WARM, OperatorReader, SlotGroup
-from shared.contracts.metrics import OperatorCounters
-from shared.io.knowledge_base import Keys
-from shared.model import topology
-from shared.settings import DataplaneSettings
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.source import WARM, OperatorReader, SlotGroup
+from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.integration  # a real redis-server (tests/conftest.py)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from shared.io.knowledge_base import Keys
-from shared.io.state_store import Fenced, PartitionStore
-from shared.model import topology
-from shared.model.keyed import key_group
-from shared.pipeline.stateful import Count, KeyState, Late, WindowAggregator
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.state_store import Fenced, PartitionStore
+from elastic_sps.model import topology
+from elastic_sps.model.keyed import key_group
+from elastic_sps.pipeline.stateful import Count, KeyState, Late, WindowAggregator
 
 pytestmark = pytest.mark.integration
 
@@ -160,10 +160,10 @@ def test_closing_windows_reads_their_accumulators_in_one_round_trip(redis_client
 def test_a_keys_state_expires_in_redis_after_its_ttl(redis_client):
     """state_ttl_s 30 through the engine's core on a Redis partition: alice at 0, bob at
     20; the watermark 35 expires alice (0 + 30) and keeps bob (50), committed."""
-    from shared.io.watermarks import Declaration
-    from shared.pipeline.chain import open_runnable
-    from shared.pipeline.engine import Event, OperatorCore
-    from shared.pipeline.operators import Context
+    from elastic_sps.io.watermarks import Declaration
+    from elastic_sps.pipeline.chain import open_runnable
+    from elastic_sps.pipeline.engine import Event, OperatorCore
+    from elastic_sps.pipeline.operators import Context
 
     op = {"name": "t", "et_ms": 1, "key": "field:k", "state_ttl_s": 30,
           "code": "tests.support.keyed_ops:running_total"}  # fmt: skip
@@ -187,9 +187,9 @@ def test_a_repeat_and_a_raise_leave_redis_state_as_once_and_untouched(redis_clie
     """Through the engine's core on a Redis partition: v 10 applied and committed; the
     same event again at a later offset (an upstream retry) is a repeat; v 99 raises
     after writing: the total stays 10, the list [10]."""
-    from shared.pipeline.chain import open_runnable
-    from shared.pipeline.engine import Event, OperatorCore
-    from shared.pipeline.operators import Context
+    from elastic_sps.pipeline.chain import open_runnable
+    from elastic_sps.pipeline.engine import Event, OperatorCore
+    from elastic_sps.pipeline.operators import Context
 
     op = {"name": "b", "et_ms": 1, "key": "field:k",
           "code": "tests.support.engine_ops:write_then_raise"}  # fmt: skip

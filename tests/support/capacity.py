@@ -18,10 +18,10 @@ from pathlib import Path
 
 import redis
 
-from shared.io import id_ledger
-from shared.io.envelope import Envelope
-from shared.io.knowledge_base import Keys, KnowledgeBase
-from shared.io.tracked_producer import TrackedProducer
+from elastic_sps.io import id_ledger
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.tracked_producer import TrackedProducer
 from tests.support.processes import ServiceProcess
 
 OPERATOR = "work"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.model.interval_stats import IntervalStats, OperatorStats
+from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
 
 TWITTER_CHAIN = ("parse", "classify_content", "classify_author", "store")
 

@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from shared.io.embedded import free_port
+from elastic_sps.io.embedded import free_port
 
 
 class ServiceProcess:
@@ -25,7 +25,7 @@ class ServiceProcess:
     def start(self) -> ServiceProcess:
         fh = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", f"services.{self.name}"],
+            [sys.executable, "-m", f"elastic_sps.services.{self.name}"],
             env=self.env,
             stdout=fh,
             stderr=fh,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from shared.contracts.metrics import OperatorCounters
+from elastic_sps.contracts.metrics import OperatorCounters
 
 
 def chain_interval(

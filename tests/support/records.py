@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared.contracts.analysis import AnalysisRecord, OperatorNeed
+from elastic_sps.contracts.analysis import AnalysisRecord, OperatorNeed
 
 
 def analysis_record(

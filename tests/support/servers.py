@@ -3,7 +3,7 @@
 One chooser, ``SPS_TEST_SERVERS``:
 
 * ``local`` (the default): local processes (Debian's redis-server, Apache Kafka from its
-  Maven jars: ``shared.io.embedded``);
+  Maven jars: ``elastic_sps.io.embedded``);
 * ``containers``: testcontainers, from the images ``compose/stack.sh build`` builds
   locally (``elastic-sps/redis:7``, ``elastic-sps/kafka:4.1.1``; override with
   ``SPS_TEST_REDIS_IMAGE`` / ``SPS_TEST_KAFKA_IMAGE``) on the engine ``DOCKER_HOST``
@@ -21,8 +21,8 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from shared.io import embedded
-from shared.io.local_settings import LocalSettings
+from elastic_sps.io import embedded
+from elastic_sps.io.local_settings import LocalSettings
 
 REDIS_IMAGE = os.environ.get("SPS_TEST_REDIS_IMAGE", "elastic-sps/redis:7")
 KAFKA_IMAGE = os.environ.get("SPS_TEST_KAFKA_IMAGE", "elastic-sps/kafka:4.1.1")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared.control.bandit import UCB, RewardBounds, reward
-from shared.model import topology
-from shared.policies import make_policy
-from shared.policies.pa_sps import PASPSBandit
+from elastic_sps.control.bandit import UCB, RewardBounds, reward
+from elastic_sps.model import topology
+from elastic_sps.policies import make_policy
+from elastic_sps.policies.pa_sps import PASPSBandit
 from tests.support.chain_stats import chain_stats
 
 pytestmark = pytest.mark.unit

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.bench_nexmark import FLUSH_KEYS, PARTITIONS, Phase, result_row
-from shared.model.keyed import DEFAULT_KEY_GROUPS, partition_of_key
+from elastic_sps.model.keyed import DEFAULT_KEY_GROUPS, partition_of_key
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_700_000_000_000
 

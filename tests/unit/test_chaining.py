@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from shared.model import topology
-from shared.model.topology import Edge, TopologyError, chained, from_dict
-from shared.pipeline.chain import ChainedOperator, open_runnable
-from shared.pipeline.failures import describe
-from shared.pipeline.operators import Context
+from elastic_sps.model import topology
+from elastic_sps.model.topology import Edge, TopologyError, chained, from_dict
+from elastic_sps.pipeline.chain import ChainedOperator, open_runnable
+from elastic_sps.pipeline.failures import describe
+from elastic_sps.pipeline.operators import Context
 
 pytestmark = pytest.mark.unit
 
@@ -212,7 +212,7 @@ def test_outputs_to_a_successor_that_was_chained_carry_its_chained_name():
 
 
 def test_benchmark_lists_the_members_measured_and_each_chain_summed(tmp_path, capsys):
-    from services.cli import main
+    from elastic_sps.services.cli import main
 
     (tmp_path / "words.jsonl").write_text('"a big red fox"\n"the lazy dog"\n')
     (tmp_path / "words.yaml").write_text(

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from services.cli import main
+from elastic_sps.services.cli import main
+
+pytestmark = pytest.mark.unit
 
 OPS = "tests.support.broken_ops"
 HEAD = "source: {sample_events: ev.jsonl}\nedges: [{from: source, to: a}]\noperators:\n"

@@ -6,15 +6,15 @@ import zipfile
 
 import pytest
 
-from services.dataplane.cluster import (
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.cluster import (
     ExecutorReport,
     forwarded_env,
     is_cluster,
     mismatches,
     project_zip,
 )
-from services.dataplane.options import SourceOptions
-from shared.model import topology
+from elastic_sps.services.dataplane.options import SourceOptions
 
 pytestmark = pytest.mark.unit
 
@@ -40,8 +40,9 @@ def test_each_mismatch_is_named_with_its_executor():
 
 def test_the_shipped_zip_holds_both_packages_and_their_data(tmp_path):
     names = zipfile.ZipFile(project_zip(tmp_path)).namelist()
-    assert "services/dataplane/replica.py" in names
-    assert "shared/topologies/twitter.yaml" in names  # read through importlib.resources
+    assert "elastic_sps/services/dataplane/replica.py" in names
+    assert "elastic_sps/topologies/twitter.yaml" in names  # read through importlib.resources
+    assert not any(n.startswith(("shared/", "services/")) for n in names)
     assert not any("__pycache__" in n for n in names)
 
 
@@ -56,7 +57,7 @@ def test_credentials_reach_the_executors_and_nothing_else():
 def test_the_options_carry_the_resolved_topology_as_its_text(tmp_path):
     """An executor elsewhere has no copy of the file, nor the driver's measurement: the
     options carry the topology's text with its costs, typed, and read back alike."""
-    from shared.settings import DataplaneSettings
+    from elastic_sps.settings import DataplaneSettings
 
     path = tmp_path / "mine.yaml"
     path.write_text(
@@ -75,10 +76,10 @@ def test_the_options_carry_the_resolved_topology_as_its_text(tmp_path):
 
 def test_the_users_operator_package_ships_with_the_project(tmp_path, monkeypatch):
     """A user package importable on the driver (here: written outside the repository)
-    goes into the zip the executors import from, beside shared/ and services/."""
+    goes into the zip the executors import from, beside elastic_sps."""
     import zipfile
 
-    from services.dataplane.cluster import project_zip
+    from elastic_sps.services.dataplane.cluster import project_zip
 
     pkg = tmp_path / "src" / "mypipe"
     pkg.mkdir(parents=True)
@@ -87,7 +88,8 @@ def test_the_users_operator_package_ships_with_the_project(tmp_path, monkeypatch
     (tmp_path / "src" / "single.py").write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     names = zipfile.ZipFile(
-        project_zip(tmp_path, ["mypipe.ops", "single", "shared.model.topology"])
+        project_zip(tmp_path, ["mypipe.ops", "single", "elastic_sps.model.topology"])
     ).namelist()
     assert {"mypipe/ops.py", "mypipe/__init__.py", "single.py"} <= set(names)
-    assert "shared/model/topology.py" in names and "services/dataplane/replica.py" in names
+    assert "elastic_sps/model/topology.py" in names
+    assert "elastic_sps/services/dataplane/replica.py" in names

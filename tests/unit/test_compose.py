@@ -17,9 +17,9 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from services.cli.ensemble import SERVICES
-from shared.io.knowledge_base import Keys
-from shared.model import topology
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.model import topology
+from elastic_sps.services.cli.ensemble import SERVICES
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).parents[2]
@@ -33,7 +33,7 @@ def compose_doc() -> dict:
 def test_every_service_runs_from_the_project_image_and_reaches_kafka_inside():
     services = compose_doc()["services"]
     for name in (*SERVICES, "dataplane"):
-        assert services[name]["command"] == f"services.{name}"
+        assert services[name]["command"] == f"elastic_sps.services.{name}"
         assert services[name]["environment"]["SPS_KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
         assert services[name]["image"] == "${SPS_IMAGE:-elastic-sps:latest}"
     # the Spark cluster runs the same image: one Python, one Spark, the driver's pyspark
@@ -112,13 +112,13 @@ def test_prometheus_scrapes_every_container():
 
 def exported_metric_names() -> set[str]:
     """Every metric family the services and the dataplane register, by building them."""
-    from services.analyze.__main__ import build as analyze
-    from services.dataplane.observe import DataplaneCollector
-    from services.execute.__main__ import build as execute
-    from services.ingress.loop import IngressMetrics
-    from services.monitor.__main__ import build as monitor
-    from services.plan.__main__ import build as plan
-    from shared import settings
+    from elastic_sps import settings
+    from elastic_sps.services.analyze.__main__ import build as analyze
+    from elastic_sps.services.dataplane.observe import DataplaneCollector
+    from elastic_sps.services.execute.__main__ import build as execute
+    from elastic_sps.services.ingress.loop import IngressMetrics
+    from elastic_sps.services.monitor.__main__ import build as monitor
+    from elastic_sps.services.plan.__main__ import build as plan
 
     registries = [
         analyze(settings.AnalyzeSettings()).metrics.registry,
@@ -188,7 +188,7 @@ def test_docker_compose_config_validates(tmp_path):
 
 
 def test_up_prometheus_runs_compose_s_jobs_against_local_ports():
-    from services.ensemble.prometheus import local_config
+    from elastic_sps.services.ensemble.prometheus import local_config
 
     doc = local_config({"ingress": 4101, "dataplane": 4102}, self_port=4100)
     jobs = {j["job_name"]: j for j in doc["scrape_configs"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.io.connections import KafkaSecurity, RedisSecurity, kafka_config
+from elastic_sps.io.connections import KafkaSecurity, RedisSecurity, kafka_config
 
 pytestmark = pytest.mark.unit
 
@@ -61,7 +61,7 @@ def test_redis_ca_only_for_a_tls_url():
 
 
 def test_a_service_stops_at_start_naming_the_missing_credential(monkeypatch, capsys):
-    from shared.settings import MonitorSettings, settings_or_exit
+    from elastic_sps.settings import MonitorSettings, settings_or_exit
 
     monkeypatch.setenv("SPS_KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
     monkeypatch.delenv("SPS_KAFKA_SASL_PASSWORD", raising=False)

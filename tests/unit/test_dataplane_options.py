@@ -1,5 +1,5 @@
 """The data source's options are a view of the dataplane's settings: every setting
-travels to the tasks as JSON and back, declared once (in ``shared.settings``), and read
+travels to the tasks as JSON and back, declared once (in ``elastic_sps.settings``), and read
 back from the JSON alone."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from services.dataplane.options import CostMode, SourceOptions
-from shared.model import topology
-from shared.settings import DataplaneSettings
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.options import CostMode, SourceOptions
+from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.unit
 

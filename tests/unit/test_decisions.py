@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from services.plan.core import Planner, decisions
-from shared.contracts.analysis import AnalysisRecord, OperatorNeed
-from shared.control.explain import describe, find
-from shared.control.predictors import make_predictor
-from shared.control.stabilise import Stabilisation
-from shared.model import topology
-from shared.model.interval_stats import IntervalStats, OperatorStats
-from shared.policies.pa_sps import PASPS
+from elastic_sps.contracts.analysis import AnalysisRecord, OperatorNeed
+from elastic_sps.control.explain import describe, find
+from elastic_sps.control.predictors import make_predictor
+from elastic_sps.control.stabilise import Stabilisation
+from elastic_sps.model import topology
+from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
+from elastic_sps.policies.pa_sps import PASPS
+from elastic_sps.services.plan.core import Planner, decisions
 from tests.support.records import analysis_record
 
 pytestmark = pytest.mark.unit

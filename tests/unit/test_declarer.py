@@ -1,13 +1,13 @@
-"""A replica slot's declarations (``services.dataplane.declaring.Declarer``): the first of
-a task always goes, changes at most every DECLARE_EVERY_S, a wake from idle at once, what
+"""A replica slot's declarations (``elastic_sps.services.dataplane.declaring.Declarer``): the
+first of a task always goes, changes at most every DECLARE_EVERY_S, a wake from idle at once, what
 was held back at the task's end."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.dataplane.declaring import Declarer
-from shared.io.watermarks import Declaration, decode_declaration
+from elastic_sps.io.watermarks import Declaration, decode_declaration
+from elastic_sps.services.dataplane.declaring import Declarer
 
 pytestmark = pytest.mark.unit
 

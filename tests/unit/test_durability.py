@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from redis.exceptions import ResponseError
 
-from services.dataplane import job
-from services.dataplane.slots import plan_keyed_slots
-from shared.io.durability import (
+from elastic_sps.io.durability import (
     NotDurableError,
     StateLostError,
     check_keyed_state,
     classify,
     redis_durability,
 )
-from shared.model import topology
-from shared.settings import DataplaneSettings
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane import job
+from elastic_sps.services.dataplane.slots import plan_keyed_slots
+from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.unit
 
@@ -157,8 +157,8 @@ def test_the_dataplane_asks_only_for_its_keyed_operators(monkeypatch: pytest.Mon
     def check(r: Any, stateful: list[str], require: bool) -> None:
         seen.update(stateful=stateful, require=require)
 
-    monkeypatch.setattr("shared.io.durability.check_keyed_state", check)
-    monkeypatch.setattr("shared.io.redis_client.redis_client", lambda url: FakeRedis(MEMORY))
+    monkeypatch.setattr("elastic_sps.io.durability.check_keyed_state", check)
+    monkeypatch.setattr("elastic_sps.io.redis_client.redis_client", lambda url: FakeRedis(MEMORY))
     monkeypatch.setenv("SPS_REQUIRE_DURABLE_STATE", "true")
     ops = [
         {"name": "parse", "et_ms": 1},

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from shared.io import embedded
+from elastic_sps.io import embedded
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from shared.io.kafka_io import end_offsets
+from elastic_sps.io.kafka_io import end_offsets
 
 pytestmark = pytest.mark.unit
 

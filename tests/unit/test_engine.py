@@ -9,13 +9,13 @@ import copy
 
 import pytest
 
-from shared.io.watermarks import Declaration
-from shared.model import topology
-from shared.pipeline.chain import open_runnable
-from shared.pipeline.engine import Event, OperatorCore, with_ids
-from shared.pipeline.local_store import MemoryStore
-from shared.pipeline.operators import Context
-from shared.pipeline.stateful import Late
+from elastic_sps.io.watermarks import Declaration
+from elastic_sps.model import topology
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.engine import Event, OperatorCore, with_ids
+from elastic_sps.pipeline.local_store import MemoryStore
+from elastic_sps.pipeline.operators import Context
+from elastic_sps.pipeline.stateful import Late
 
 pytestmark = pytest.mark.unit
 
@@ -274,7 +274,7 @@ def test_a_join_of_two_operators_gives_each_input_its_own_output_ids():
             ],
         }
     )
-    from shared.pipeline.local_run import run_local
+    from elastic_sps.pipeline.local_run import run_local
 
     run = run_local(topo, [{"key": "x", "value": 1}])
     assert run.repeats == {} and run.state["l"] == {"x": {"sum": 4}}

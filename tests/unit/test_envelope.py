@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.io.envelope import BadEvent, Envelope, decode
+from elastic_sps.io.envelope import BadEvent, Envelope, decode
 
 pytestmark = pytest.mark.unit
 

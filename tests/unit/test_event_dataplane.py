@@ -4,10 +4,10 @@ bookkeeping: every event ends completed, expired, dropped or still queued."""
 import numpy as np
 import pytest
 
-from shared.model.engine import EngineModel, Limits
-from shared.model.topology import Operator, linear, load
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.model.engine import EngineModel, Limits
+from elastic_sps.model.topology import Operator, linear, load
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 
@@ -69,7 +69,7 @@ def test_rescaling_and_queue_limits_lose_no_event():
     """PA-SPS on the twitter chain through a spike trace with q_size = 500: replicas come
     and go (a scale-in re-routes the queues of the replicas taken away) and every event is
     still completed, dropped or queued at the end."""
-    from shared.model import traces
+    from elastic_sps.model import traces
 
     topo = load("twitter")
     arrivals = traces.load("spikes").per_interval(1.0)[:600]

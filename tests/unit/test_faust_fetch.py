@@ -2,7 +2,11 @@
 
 import asyncio
 
-from services.faust_fetch import app_class
+import pytest
+
+from elastic_sps.services.faust_fetch import app_class
+
+pytestmark = pytest.mark.unit
 
 
 def test_worker_consumer_takes_the_configured_fetch_wait() -> None:

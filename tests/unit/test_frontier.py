@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.simulation.frontier import Point, covers, frontier, latency_at, on_or_below
+from elastic_sps.simulation.frontier import Point, covers, frontier, latency_at, on_or_below
 
 pytestmark = pytest.mark.unit
 

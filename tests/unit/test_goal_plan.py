@@ -2,12 +2,12 @@
 
 import pytest
 
-from shared.control.plan import goal_replicas, make_plan
-from shared.control.stabilise import Backlog
-from shared.las.shedder import HorizonAverageQueuingLatency, StrawManShedder
-from shared.las.wallclock import CalibratedShedder
-from shared.model import topology
-from shared.policies.base import Analysis, OperatorDecision
+from elastic_sps.control.plan import goal_replicas, make_plan
+from elastic_sps.control.stabilise import Backlog
+from elastic_sps.las.shedder import HorizonAverageQueuingLatency, StrawManShedder
+from elastic_sps.las.wallclock import CalibratedShedder
+from elastic_sps.model import topology
+from elastic_sps.policies.base import Analysis, OperatorDecision
 
 pytestmark = pytest.mark.unit
 TOPO = topology.load("twitter")  # every pool 1-8
@@ -77,9 +77,9 @@ def test_a_held_shedder_admits_everything_and_sheds_again_when_released():
 def test_the_simulator_runs_the_same_goal():
     """PA-SPS on a spike trace, with a goal far below its latency without one: the plan
     adds replicas for the queues, so the mean latency drops and more replicas are used."""
-    from shared.model import traces
-    from shared.policies import make_policy
-    from shared.simulation.simulator import simulate
+    from elastic_sps.model import traces
+    from elastic_sps.policies import make_policy
+    from elastic_sps.simulation.simulator import simulate
 
     arrivals = traces.load("short-spikes").per_interval(1.0)
     free = simulate(TOPO, arrivals, make_policy("pa-sps:lr", TOPO), 1.0).metrics

@@ -1,6 +1,6 @@
 import pytest
 
-from shared.control.grouping import LoadAwareRouter, utilisation
+from elastic_sps.control.grouping import LoadAwareRouter, utilisation
 
 pytestmark = pytest.mark.unit
 

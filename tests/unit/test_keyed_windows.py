@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.model import keyed, topology
-from shared.model.topology import TopologyError
-from shared.model.windows import WindowError, WindowSpec
+from elastic_sps.model import keyed, topology
+from elastic_sps.model.topology import TopologyError
+from elastic_sps.model.windows import WindowError, WindowSpec
 
 pytestmark = pytest.mark.unit
 
@@ -88,7 +88,7 @@ def test_keyed_and_window_operators_in_a_topology():
 def test_the_simulator_idles_a_keyed_operators_moved_partitions_for_the_pause():
     """Pool 4, 1 -> 4 replicas: partitions 1-3 move (3/4 of them); a 0.25 s pause in a
     1 s interval idles 3/4 x 4 x 0.25 = 0.75 replicas; nothing without a change."""
-    from shared.model.engine import EngineModel, keyed_move_loss
+    from elastic_sps.model.engine import EngineModel, keyed_move_loss
 
     engine = EngineModel(keyed_move_s=0.25)
     assert keyed_move_loss(4, 1, 4, engine, td=1.0) == pytest.approx(0.75)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.io.knowledge_base import Keys, active_count
+from elastic_sps.io.knowledge_base import Keys, active_count
 
 pytestmark = pytest.mark.unit
 

@@ -1,15 +1,15 @@
 import numpy as np
 import pytest
 
-from shared.las import shed_sim
-from shared.las.operator_side import LasOperator, OperatorState, relative_error
-from shared.las.shedder import (
+from elastic_sps.las import shed_sim
+from elastic_sps.las.operator_side import LasOperator, OperatorState, relative_error
+from elastic_sps.las.shedder import (
     AverageQueuingLatency,
     LasShedder,
     ShedderState,
     StrawManShedder,
 )
-from shared.las.sketch import Hashes, SketchPair, dimensions
+from elastic_sps.las.sketch import Hashes, SketchPair, dimensions
 
 pytestmark = pytest.mark.unit
 
@@ -302,7 +302,7 @@ def test_phase_d_changes_what_the_most_frequent_item_costs():
     """Fig. 6 phase D: item 0 (the most frequent under Zipf) takes w_max's cost. With
     p_0 = 1 / H_4096 ≈ 0.112 of the tuples, W̄ rises by about p_0 × (w_max − w_0): it must
     move between phases C and D (swapping keys and costs together left it at 3.58 ms)."""
-    from shared.las.shed_sim import Setup, make_phase_stream
+    from elastic_sps.las.shed_sim import Setup, make_phase_stream
 
     per = 20_000
     stream = make_phase_stream(Setup(), seed=0, per_phase=per)
@@ -316,7 +316,7 @@ def test_phase_d_changes_what_the_most_frequent_item_costs():
 def test_las_starts_from_the_declared_cost_not_the_streams_true_mean():
     """Before the first sketch LAS charges what a real system knows: the operator's
     benchmark, (0.1 + 6.4) / 2 = 3.25 ms for §5.1's costs, not the Zipf stream's W̄."""
-    from shared.las.shed_sim import Setup, build_shedder, make_stream
+    from elastic_sps.las.shed_sim import Setup, build_shedder, make_stream
 
     setup = Setup()
     stream = make_stream(setup, seed=0)

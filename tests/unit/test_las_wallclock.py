@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from shared.las.shedder import (
+from elastic_sps.las.shedder import (
     AverageQueuingLatency,
     HorizonAverageQueuingLatency,
     StrawManShedder,
 )
-from shared.las.wallclock import CalibratedShedder, WallClockCalibration
+from elastic_sps.las.wallclock import CalibratedShedder, WallClockCalibration
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,6 @@
-"""The library's layers: shared/ imports no service, and no two modules import each other,
-directly or round a longer loop (imports inside functions count: they only defer one)."""
+"""The library's layers: the library (shared/, installed as ``elastic_sps``) imports no
+service, and no two modules import each other, directly or round a longer loop (imports
+inside functions count: they only defer one)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,23 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("shared", "services")
+# each folder of the checkout and the package it is installed as
+PACKAGES = {"shared": "elastic_sps", "services": "elastic_sps.services"}
+SERVICES = "elastic_sps.services"
 
 
 def modules() -> dict[str, Path]:
     out = {}
-    for pkg in PACKAGES:
-        for path in (ROOT / pkg).rglob("*.py"):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    for folder_name, package in PACKAGES.items():
+        for path in (ROOT / folder_name).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder_name).with_suffix("").parts
+            name = ".".join((package, *parts))
             out[name.removesuffix(".__init__")] = path
     return out
+
+
+def is_service(module: str) -> bool:
+    return module == SERVICES or module.startswith(SERVICES + ".")
 
 
 def imported(tree: ast.AST, known: dict[str, Path]) -> Iterator[str]:
@@ -88,13 +96,13 @@ def test_no_import_cycles():
 
 
 def test_the_library_imports_no_service():
-    wrong = [(a, b) for a, deps in graph().items() if a.startswith("shared") for b in deps]
-    assert [(a, b) for a, b in wrong if b.startswith("services")] == []
+    wrong = [(a, b) for a, deps in graph().items() if not is_service(a) for b in deps]
+    assert [(a, b) for a, b in wrong if is_service(b)] == []
 
 
 def folder(module: str) -> str:
-    """The layer a module of ``shared`` belongs to: its folder (``shared.io``), or itself
-    for a module at the top (``shared.settings``)."""
+    """The layer a module of the library belongs to: its folder (``elastic_sps.io``), or itself
+    for a module at the top (``elastic_sps.settings``)."""
     parts = module.split(".")
     return ".".join(parts[:2])
 
@@ -102,10 +110,10 @@ def folder(module: str) -> str:
 def folder_graph() -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     for a, deps in graph().items():
-        if not a.startswith("shared."):
+        if is_service(a):
             continue
         edges.setdefault(folder(a), set()).update(
-            folder(b) for b in deps if b.startswith("shared.") and folder(b) != folder(a)
+            folder(b) for b in deps if not is_service(b) and folder(b) != folder(a)
         )
     return edges
 
@@ -115,5 +123,7 @@ def test_the_folders_of_the_library_form_layers_without_loops():
 
 
 def test_the_live_ingress_does_not_import_the_simulator():
-    ingress = [a for a in graph() if a.startswith("services.ingress")]
-    assert [(a, b) for a in ingress for b in graph()[a] if b.startswith("shared.simulation")] == []
+    ingress = [a for a in graph() if a.startswith("elastic_sps.services.ingress")]
+    assert [
+        (a, b) for a in ingress for b in graph()[a] if b.startswith("elastic_sps.simulation")
+    ] == []

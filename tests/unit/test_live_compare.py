@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.ensemble.forecast import Scenario, arrivals_per_interval
-from services.ensemble.live_compare import gap
-from services.ensemble.report import input_error
-from services.ingress.arrivals import ArrivalCounts
+from elastic_sps.services.ensemble.forecast import Scenario, arrivals_per_interval
+from elastic_sps.services.ensemble.live_compare import gap
+from elastic_sps.services.ensemble.report import input_error
+from elastic_sps.services.ingress.arrivals import ArrivalCounts
 
 pytestmark = pytest.mark.unit
 
@@ -90,8 +90,8 @@ def test_live_figures_cover_the_replay_intervals_only():
     """Warm-up (interval 1) and drain (interval 5) are outside the replay's 2..4. twitter:
     pool 32; active totals 4, 8, 16 -> saved 1 - (28 / 3) / 32 = 0.708; a rescale is an
     operator-interval whose count changed: 4 operators x 2 changes."""
-    from services.ensemble.live_compare import live_figures
-    from shared.model import topology
+    from elastic_sps.model import topology
+    from elastic_sps.services.ensemble.live_compare import live_figures
 
     topo = topology.load("twitter")
 
@@ -117,7 +117,7 @@ def test_live_figures_cover_the_replay_intervals_only():
 def test_the_warm_up_runs_at_a_quarter_of_the_peak_for_at_least_a_second():
     """10 s at a 640 events/s peak: 100 ticks of 100 ms at 160 events/s (16 a tick); a
     tiny warm-up still lasts a second at 5 events a tick."""
-    from services.ensemble.replay import warmup_ticks
+    from elastic_sps.services.ensemble.replay import warmup_ticks
 
     ticks = warmup_ticks(10.0, 640.0)
     assert len(ticks) == 100 and set(ticks.tolist()) == {16.0}
@@ -130,7 +130,7 @@ def test_a_run_is_scored_with_the_bandits_reward_against_the_goal():
     degradation, 0.5 saving): 0.34 (1 - 1/5) + 0.33 (1 - 0.1/0.10) + 0.33 (0.4/0.5) =
     0.272 + 0 + 0.264 = 0.536. With a 2 s goal the latency term is 0.34 (1 - 1/2) =
     0.17: 0.434. A figure missing: no score."""
-    from services.ensemble.live_compare import run_reward
+    from elastic_sps.services.ensemble.live_compare import run_reward
 
     run = {"latency_ms": 1000.0, "throughput_degradation": 0.1, "saved_resources": 0.4}
     assert run_reward(run) == pytest.approx(0.536)

@@ -1,4 +1,4 @@
-"""The in-process runner (``shared.pipeline.local_run``) on hand-made topologies: keyed
+"""The in-process runner (``elastic_sps.pipeline.local_run``) on hand-made topologies: keyed
 state, windows closing by the watermark and at the end, routing, filtering, dead letters."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from shared.model.topology import from_dict
-from shared.pipeline.failures import OperatorFailing
-from shared.pipeline.local_run import run_local
+from elastic_sps.model.topology import from_dict
+from elastic_sps.pipeline.failures import OperatorFailing
+from elastic_sps.pipeline.local_run import run_local
+
+pytestmark = pytest.mark.unit
 
 
 def split(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
@@ -156,7 +158,7 @@ def test_an_operator_with_successors_writes_its_own_output_topic_too():
 def test_records_the_source_cannot_read_are_dead_lettered_with_what_is_wrong(tmp_path):
     """As the live ingress: a line that is not JSON, and a JSON array where the source
     reads its time from a field, each dead-lettered at the source with its reason."""
-    from shared.pipeline.samples import read_events
+    from elastic_sps.pipeline.samples import read_events
 
     events = tmp_path / "ev.jsonl"
     events.write_text('{"k": "x", "t": 1}\nnot json\n[1, 2]\n')
@@ -219,7 +221,7 @@ def test_a_keys_state_expires_after_state_ttl_s_of_event_time():
 
 
 def test_a_state_ttl_goes_with_a_keyed_operators_state_only():
-    from shared.model.topology import TopologyError
+    from elastic_sps.model.topology import TopologyError
 
     with pytest.raises(TopologyError, match="state_ttl_s goes with a keyed operator"):
         from_dict(

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from shared.logs import JsonFormatter
+from elastic_sps.logs import JsonFormatter
 
 pytestmark = pytest.mark.unit
 

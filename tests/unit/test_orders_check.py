@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sps_orders.generate import orders
 
-from shared.api import run_local
+from elastic_sps.api import run_local
 from tests.support.orders_check import (
     PIPELINE,
     WINDOW_S,

@@ -1,10 +1,10 @@
 import pytest
 
-from shared.model import pa_sps_model as model
-from shared.model import topology
-from shared.model.interval_stats import IntervalStats, OperatorStats
-from shared.model.topology import Edge, Operator, Topology
-from shared.policies import make_policy
+from elastic_sps.model import pa_sps_model as model
+from elastic_sps.model import topology
+from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
+from elastic_sps.model.topology import Edge, Operator, Topology
+from elastic_sps.policies import make_policy
 
 pytestmark = pytest.mark.unit
 
@@ -113,8 +113,8 @@ def test_pa_sps_sizes_o4_from_the_textual_reading_when_asked():
     """O4 (et 3 ms, td 1 s) predicted 58 received + 58 (textual) or 100 (printed) queued:
     116 × 3 ms = 0.348 → 1 replica either way at this load; × 10 the input and the queue
     it is 1,160 × 3 ms = 3.48 → 4 against 1,580 × 3 ms = 4.74 → 5."""
-    from shared.control.predictors import make_predictor
-    from shared.policies.pa_sps import PASPS
+    from elastic_sps.control.predictors import make_predictor
+    from elastic_sps.policies.pa_sps import PASPS
 
     topo = topology.load("diamond")
     st = steady_stats(topo, 1000.0, queued={"O1": 1000.0})
@@ -129,7 +129,7 @@ def test_eq6_counts_what_the_predecessor_sent_in_the_same_batches_when_it_can():
     the receiver's count θ would be 0 / 100 = 0 in t (and 70 over whatever parse
     processes in t+1, next); counted at the sender it is 70 / 100 = 0.7 in t. The entry
     edge: 100 arrived, 20 were shed, so θ_parse = 1.0 × 80 / 100 = 0.8."""
-    from shared.model.interval_stats import IntervalStats, OperatorStats
+    from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
 
     topo = topology.load("twitter")
     ops = {n: OperatorStats(received=0.0, processed=0.0, queued=0.0) for n in topo.names}

@@ -8,20 +8,20 @@ import textwrap
 
 import pytest
 
-from shared.control.plan import make_plan
-from shared.io.envelope import Envelope, decode
-from shared.model import topology
-from shared.model.records import BadRecord, SourceSpec
-from shared.pipeline.costs import measure
-from shared.pipeline.failures import FailureGuard, OperatorFailing, describe
-from shared.pipeline.operators import (
+from elastic_sps.control.plan import make_plan
+from elastic_sps.io.envelope import Envelope, decode
+from elastic_sps.model import topology
+from elastic_sps.model.records import BadRecord, SourceSpec
+from elastic_sps.pipeline.costs import measure
+from elastic_sps.pipeline.failures import FailureGuard, OperatorFailing, describe
+from elastic_sps.pipeline.operators import (
     Context,
     OperatorLoadError,
     instantiate,
     normalise,
     open_operator,
 )
-from shared.policies.base import Analysis, OperatorDecision
+from elastic_sps.policies.base import Analysis, OperatorDecision
 
 pytestmark = pytest.mark.unit
 
@@ -201,7 +201,7 @@ def test_envelope_keeps_a_user_event_id():
 
 
 def test_instantiate_wraps_a_function_and_gives_a_class_a_fresh_instance(user_module):
-    from shared.pipeline.operators import FunctionOperator
+    from elastic_sps.pipeline.operators import FunctionOperator
 
     op = instantiate("mypipe.ops:double", "d")
     assert isinstance(op, FunctionOperator)
@@ -213,9 +213,9 @@ def test_instantiate_wraps_a_function_and_gives_a_class_a_fresh_instance(user_mo
 def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
     """Two cores: the CPU-bound operator's micro-batch may run 2 tasks, the waiting one
     1 (its replicas are threads); Spark gets a task slot for each: local[3, F]."""
-    from services.dataplane.job import spark_master, tasks_for
-    from services.dataplane.slots import Slot, pack
-    from shared.settings import DataplaneSettings
+    from elastic_sps.services.dataplane.job import spark_master, tasks_for
+    from elastic_sps.services.dataplane.slots import Slot, pack
+    from elastic_sps.settings import DataplaneSettings
 
     topo = topology.from_dict(
         {
@@ -253,7 +253,7 @@ def test_the_cores_cap_rounds_to_the_nearest_whole_replica():
 
 
 def test_a_text_sources_sample_file_is_read_line_by_line_unless_it_is_json_lines(tmp_path):
-    from shared.pipeline.samples import read_events, record_bytes
+    from elastic_sps.pipeline.samples import read_events, record_bytes
 
     log = tmp_path / "app.log"
     log.write_text('GET /a 200\n\n{"not": "json here"}\n42\n')

@@ -1,11 +1,11 @@
 import pytest
 
-from shared.control import stela
-from shared.model import topology
-from shared.model.interval_stats import IntervalStats, OperatorStats
-from shared.model.topology import Edge, Operator, Topology
-from shared.policies import PolicyConfigError, make_policy, policy_names
-from shared.policies.autoscale import (
+from elastic_sps.control import stela
+from elastic_sps.model import topology
+from elastic_sps.model.interval_stats import IntervalStats, OperatorStats
+from elastic_sps.model.topology import Edge, Operator, Topology
+from elastic_sps.policies import PolicyConfigError, make_policy, policy_names
+from elastic_sps.policies.autoscale import (
     DECISION_MATRIX,
     Action,
     Activity,
@@ -14,7 +14,7 @@ from shared.policies.autoscale import (
     activity,
     new_degree,
 )
-from shared.policies.ds2 import DS2, DS2Params
+from elastic_sps.policies.ds2 import DS2, DS2Params
 
 pytestmark = pytest.mark.unit
 
@@ -351,8 +351,8 @@ def test_bad_parameters_are_refused(build, needle):
 
 
 def test_every_policy_runs_in_the_simulator():
-    from shared.model import traces
-    from shared.simulation.simulator import simulate
+    from elastic_sps.model import traces
+    from elastic_sps.simulation.simulator import simulate
 
     topo = topology.load("twitter")
     arrivals = traces.load("short-spikes").per_interval(1.0)

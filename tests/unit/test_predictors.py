@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from shared.control.predictors import PREDICTORS, make_predictor
+from elastic_sps.control.predictors import PREDICTORS, make_predictor
 
 pytestmark = pytest.mark.unit
 
@@ -105,7 +105,7 @@ def test_unknown_predictor():
 def test_flat_forest_matches_scikit_learn():
     from sklearn.ensemble import RandomForestRegressor
 
-    from shared.control.predictors import _FlatForest
+    from elastic_sps.control.predictors import _FlatForest
 
     rng = np.random.default_rng(0)
     X, y = rng.random((90, 10)), rng.random(90)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from services.dataplane import job
-from shared.model import topology
-from shared.settings import DataplaneSettings
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane import job
+from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.simulation.recovery import Interval, recovery
+from elastic_sps.simulation.recovery import Interval, recovery
 
 pytestmark = pytest.mark.unit
 
@@ -64,8 +64,8 @@ def test_no_fault_measures_nothing() -> None:
 
 
 def test_the_monitors_records_are_read_as_published():
-    from shared.contracts.stats import StatsRecord
-    from shared.simulation.recovery import intervals_from_stats
+    from elastic_sps.contracts.stats import StatsRecord
+    from elastic_sps.simulation.recovery import intervals_from_stats
 
     assert "latency_ms_mean" in StatsRecord.model_fields
     rec = {

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from services.ensemble.replay import EventsTooShort, events_needed, sample_events
-from shared.model import topology
+from elastic_sps.model import topology
+from elastic_sps.services.ensemble.replay import EventsTooShort, events_needed, sample_events
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 import pytest
 
-from services.ensemble import report
-from shared.model import topology
+from elastic_sps.model import topology
+from elastic_sps.services.ensemble import report
 
 pytestmark = pytest.mark.unit
 TOPO = topology.load("twitter")
@@ -79,7 +79,7 @@ def test_plots_are_written_with_tau(tmp_path):
 
 
 def test_rescales_per_hour_scale_a_run_to_an_hour():
-    from shared.simulation.run_metrics import per_hour
+    from elastic_sps.simulation.run_metrics import per_hour
 
     # 90 changes in 60 one-second intervals: 90 × 3600 / 60 = 5,400 an hour
     assert per_hour(90, 60, 1.0) == 5_400
@@ -89,7 +89,7 @@ def test_rescales_per_hour_scale_a_run_to_an_hour():
 
 
 def test_interval_rows_say_what_was_scaled_what_was_shed_and_why():
-    from services.ensemble.report import interval_rows
+    from elastic_sps.services.ensemble.report import interval_rows
 
     def stats(k: int, inp: float, shed: float, store: int) -> dict:
         ops = {"parse": {"active_replicas": 1, "processed": inp}}

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from services.cli import main
-from shared.simulation import reproduce
+from elastic_sps.services.cli import main
+from elastic_sps.simulation import reproduce
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.io.rescale_timeline import Rescale, histogram, summary, with_recovery
+from elastic_sps.io.rescale_timeline import Rescale, histogram, summary, with_recovery
 
 pytestmark = pytest.mark.unit
 

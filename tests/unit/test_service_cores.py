@@ -1,13 +1,13 @@
 import pytest
 
-from services.analyze.core import Analyzer
-from services.monitor.core import Closer, IntervalAggregator
-from services.plan.core import Planner
-from shared.contracts.base import ContractError, decode, encode
-from shared.contracts.metrics import OperatorCounters
-from shared.contracts.plan import PlanRecord, RescaleRequest
-from shared.contracts.stats import StatsRecord
-from shared.model import topology
+from elastic_sps.contracts.base import ContractError, decode, encode
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.contracts.plan import PlanRecord, RescaleRequest
+from elastic_sps.contracts.stats import StatsRecord
+from elastic_sps.model import topology
+from elastic_sps.services.analyze.core import Analyzer
+from elastic_sps.services.monitor.core import Closer, IntervalAggregator
+from elastic_sps.services.plan.core import Planner
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import settings_doc
+from elastic_sps import settings_doc
 
 pytestmark = pytest.mark.unit
 
@@ -23,7 +23,7 @@ def test_every_setting_has_a_description():
 def test_the_generated_tables_are_current(file):
     text = (ROOT / file).read_text()
     assert settings_doc.block(file) in text, (
-        f"{file}'s settings table is stale: python -m shared.settings_doc --write"
+        f"{file}'s settings table is stale: python -m elastic_sps.settings_doc --write"
     )
 
 

@@ -3,11 +3,11 @@ plan-gated shedder against Full Knowledge."""
 
 import pytest
 
-from shared.model import traces
-from shared.model.topology import load
-from shared.policies import make_policy
-from shared.simulation import sim_shedding
-from shared.simulation.simulator import simulate
+from elastic_sps.model import traces
+from elastic_sps.model.topology import load
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation import sim_shedding
+from elastic_sps.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 TOPO = load("twitter")  # et 0.4 / 2.5 / 2.0 / 1.5 ms, θ = 1 everywhere, pools of 8

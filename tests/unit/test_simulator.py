@@ -3,11 +3,11 @@ import json
 import numpy as np
 import pytest
 
-from services.cli import main
-from shared.model import topology, traces
-from shared.model.topology import Operator
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.model import topology, traces
+from elastic_sps.model.topology import Operator
+from elastic_sps.policies import make_policy
+from elastic_sps.services.cli import main
+from elastic_sps.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 
@@ -113,7 +113,7 @@ def test_cli_bad_input_is_a_clear_error(tmp_path, capsys):
 def test_demo_simulate_compares_every_policy_and_writes_the_plot(tmp_path, capsys, monkeypatch):
     # ten ANN/RF fits per run instead of a hundred: this test is about the comparison and
     # its plot, and the hundred MLP fits took most of its 50-110 s
-    monkeypatch.setattr("services.cli.simulation.MAX_FITS", 10)
+    monkeypatch.setattr("elastic_sps.services.cli.simulation.MAX_FITS", 10)
     assert main(["demo", "--simulate", "--out", str(tmp_path), "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)
     assert {d["policy"].split(":")[0] for d in docs} >= {"pa-sps", "static", "autoscale"}

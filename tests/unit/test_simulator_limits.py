@@ -5,12 +5,12 @@ Every operator below runs 1 replica at et = 10 ms: 100 events/s."""
 import numpy as np
 import pytest
 
-from shared.model import topology
-from shared.model.engine import EngineModel, Limits
-from shared.model.topology import Operator
-from shared.policies import make_policy
-from shared.simulation.fluid_queue import gg_c_wait
-from shared.simulation.simulator import simulate
+from elastic_sps.model import topology
+from elastic_sps.model.engine import EngineModel, Limits
+from elastic_sps.model.topology import Operator
+from elastic_sps.policies import make_policy
+from elastic_sps.simulation.fluid_queue import gg_c_wait
+from elastic_sps.simulation.simulator import simulate
 
 pytestmark = pytest.mark.unit
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from shared.model.synthetic import generated_dag
-from shared.model.topology import SOURCE
-from shared.simulation.fluid_queue import Cohort, coalesce
+from elastic_sps.model.synthetic import generated_dag
+from elastic_sps.model.topology import SOURCE
+from elastic_sps.simulation.fluid_queue import Cohort, coalesce
 
 pytestmark = pytest.mark.unit
 

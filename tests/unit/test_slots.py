@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from services.dataplane.slots import (
+from elastic_sps.services.dataplane.slots import (
     Slot,
     max_events_per_slot,
     pack,
@@ -14,7 +14,7 @@ from services.dataplane.slots import (
     planned_occupancy,
     serve_seconds,
 )
-from services.dataplane.steps import Occupancy, writes_due
+from elastic_sps.services.dataplane.steps import Occupancy, writes_due
 
 pytestmark = pytest.mark.unit
 

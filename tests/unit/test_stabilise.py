@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from services.plan.core import Planner
-from shared.contracts.analysis import AnalysisRecord, OperatorNeed
-from shared.control.stabilise import Stabilisation, Stabiliser
-from shared.model import topology
-from shared.policies import make_policy
-from shared.simulation.simulator import simulate
+from elastic_sps.contracts.analysis import AnalysisRecord, OperatorNeed
+from elastic_sps.control.stabilise import Stabilisation, Stabiliser
+from elastic_sps.model import topology
+from elastic_sps.policies import make_policy
+from elastic_sps.services.plan.core import Planner
+from elastic_sps.simulation.simulator import simulate
 from tests.support.records import analysis_record
 
 pytestmark = pytest.mark.unit
@@ -80,7 +80,7 @@ def test_the_simulator_runs_the_same_rules():
 
 def test_an_analysis_that_misses_operators_is_bad_input_not_a_bug():
     """The plan service dead-letters a ContractError; any other exception crashes it."""
-    from shared.contracts.base import ContractError
+    from elastic_sps.contracts.base import ContractError
 
     topo = topology.load("twitter")
     rec = analysis_record(0, {"parse": OperatorNeed(replicas=1, current=1)})
@@ -158,7 +158,7 @@ def test_relative_tolerances_hold_small_changes_at_a_high_count():
 
 
 def test_the_plan_service_settings_carry_every_rule(monkeypatch):
-    from shared.settings import PlanSettings
+    from elastic_sps.settings import PlanSettings
 
     monkeypatch.setenv("SPS_STABILISER", "none")
     monkeypatch.setenv("SPS_SCALE_UP_TOLERANCE_RATIO", "0.2")
@@ -180,8 +180,8 @@ def test_the_calm_preset_survives_the_trip_through_the_plan_services_environment
     """compare --live hands CALM to the plan service as SPS_* variables (plan_env); the
     service reads them back (PlanSettings): every rule arrives, the window in seconds."""
 
-    from shared.control.stabilise import CALM, plan_env
-    from shared.settings import PlanSettings
+    from elastic_sps.control.stabilise import CALM, plan_env
+    from elastic_sps.settings import PlanSettings
 
     for name, value in plan_env(CALM, 2.0).items():
         monkeypatch.setenv(name, value)
@@ -194,8 +194,8 @@ def test_the_calm_preset_survives_the_trip_through_the_plan_services_environment
 def test_the_plan_service_runs_the_calm_preset_unless_told_otherwise(monkeypatch):
     """A user who sets nothing gets the measured stabiliser; SPS_STABILISER=none gives the
     papers' policies as written; a rule set on its own goes over the preset."""
-    from shared.control.stabilise import CALM
-    from shared.settings import PlanSettings
+    from elastic_sps.control.stabilise import CALM
+    from elastic_sps.settings import PlanSettings
 
     monkeypatch.setenv("SPS_TD", "1.0")
     assert PlanSettings().stabilisation() == CALM
@@ -213,7 +213,7 @@ def test_the_plan_service_runs_the_calm_preset_unless_told_otherwise(monkeypatch
 
 
 def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
-    from shared.control.stabilise import Backlog
+    from elastic_sps.control.stabilise import Backlog
 
     rules = Stabilisation(hold_on_backlog=True)
     # et 10 ms, td 1 s: a replica processes 100 events an interval. Queue 250 + 100
@@ -235,7 +235,7 @@ def test_no_scale_in_while_the_backlog_would_not_clear_in_one_interval():
 
 
 def test_a_preset_rides_on_the_policy_spec():
-    from shared.control.stabilise import CALM, plan_env, split_spec
+    from elastic_sps.control.stabilise import CALM, plan_env, split_spec
 
     assert split_spec("pa-sps:lr") == ("pa-sps:lr", None)
     assert split_spec("pa-sps:lr+calm") == ("pa-sps:lr", CALM)
@@ -273,7 +273,7 @@ def test_the_plan_service_reads_the_backlog_and_raw_need_from_the_analysis():
 def test_compare_runs_a_policy_calm_and_as_written_side_by_side(capsys):
     import json
 
-    from services.cli import main
+    from elastic_sps.services.cli import main
 
     argv = ["compare", "--trace", "short-spikes", "--policies", "pa-sps:lr,pa-sps:lr+calm"]
     assert main([*argv, "--json"]) == 0
@@ -294,7 +294,7 @@ def test_the_rules_compare_with_the_count_last_planned_not_the_lagging_reported_
 
 
 def test_a_presets_window_in_seconds_is_the_same_hold_at_any_td():
-    from shared.control.stabilise import STEADY, build_rules
+    from elastic_sps.control.stabilise import STEADY, build_rules
 
     assert STEADY.at_td(1.0).scale_down_window_intervals == 60
     assert STEADY.at_td(5.0).scale_down_window_intervals == 12
@@ -303,7 +303,7 @@ def test_a_presets_window_in_seconds_is_the_same_hold_at_any_td():
 
 
 def test_patient_holds_a_scale_in_for_five_minutes_at_any_td():
-    from shared.control.stabilise import PATIENT, split_spec
+    from elastic_sps.control.stabilise import PATIENT, split_spec
 
     assert split_spec("pa-sps:basic+patient") == ("pa-sps:basic", PATIENT)
     assert PATIENT.at_td(1.0).scale_down_window_intervals == 300

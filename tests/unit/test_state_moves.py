@@ -3,7 +3,7 @@ longest wait of a moved partition, matched to its change."""
 
 import pytest
 
-from services.ensemble import state_moves
+from elastic_sps.services.ensemble import state_moves
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from services.ensemble.supervisor import CRASH_WINDOW_S, MAX_CRASHES, Child, Ensemble, GaveUp
+from elastic_sps.services.ensemble.supervisor import (
+    CRASH_WINDOW_S,
+    MAX_CRASHES,
+    Child,
+    Ensemble,
+    GaveUp,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +71,7 @@ def test_crashes_spread_beyond_the_window_are_restarted_forever(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_unwind_up_as_ctrl_c_does(sig):
-    from services.ensemble.supervisor import Stopped, _stop_on_signals
+    from elastic_sps.services.ensemble.supervisor import Stopped, _stop_on_signals
 
     unwound = []
     before = signal.getsignal(sig)
@@ -80,7 +86,7 @@ def test_sigterm_and_sighup_unwind_up_as_ctrl_c_does(sig):
 
 
 def test_ctrl_c_unwinds_up_even_when_the_shell_ignored_sigint():
-    from services.ensemble.supervisor import _stop_on_signals
+    from elastic_sps.services.ensemble.supervisor import _stop_on_signals
 
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's inheritance
     try:

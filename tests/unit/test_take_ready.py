@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared.io.kafka_io import take_ready
+from elastic_sps.io.kafka_io import take_ready
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.contracts.analysis import AnalysisRecord
-from shared.contracts.base import decode
+from elastic_sps.contracts.analysis import AnalysisRecord
+from elastic_sps.contracts.base import decode
 
 pytestmark = pytest.mark.unit
 PATH = Path(__file__).parents[2] / "examples" / "threshold_analyze" / "threshold_analyze.py"

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from shared.model import topology
-from shared.model.topology import TopologyError, from_dict
+from elastic_sps.model import topology
+from elastic_sps.model.topology import TopologyError, from_dict
 
 pytestmark = pytest.mark.unit
 
@@ -156,7 +156,7 @@ def test_cores_are_split_among_cpu_bound_operators_by_their_cpu_work():
 
 
 def test_a_file_named_like_a_builtin_does_not_shadow_it(tmp_path, monkeypatch):
-    from shared.model import topology as topology_mod
+    from elastic_sps.model import topology as topology_mod
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "log").write_text("not yaml: [")

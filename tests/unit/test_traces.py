@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from shared.model import traces
-from shared.model.traces import TraceError
+from elastic_sps.model import traces
+from elastic_sps.model.traces import TraceError
 
 pytestmark = pytest.mark.unit
 

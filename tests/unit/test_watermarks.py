@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.io.watermarks import (
+from elastic_sps.io.watermarks import (
     Declaration,
     SourceClock,
     Valve,

@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from shared.io.envelope import BadEvent
+from elastic_sps.io.envelope import BadEvent
 
 WINDOW_S = 10
 

@@ -1,8 +1,11 @@
 """The advertising example's operators on their own: no broker, no Spark."""
 
+import pytest
 from sps_advertising.operators import CAMPAIGNS, generate
 
-from shared.api import run_local
+from elastic_sps.api import run_local
+
+pytestmark = pytest.mark.unit
 
 
 def test_only_views_of_known_ads_reach_the_campaign_counts():

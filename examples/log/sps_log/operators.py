@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from shared.io.envelope import BadEvent
+from elastic_sps.io.envelope import BadEvent
 
 LINE = re.compile(r"^(\S+ \S+) (DEBUG|INFO|WARN|ERROR) \[([^\]]+)\] (.*)$")
 VARIABLE = re.compile(r"\b(0x[0-9a-f]+|\d+(\.\d+)*|[0-9a-f]{8,})\b", re.I)

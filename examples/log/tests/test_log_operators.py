@@ -4,9 +4,11 @@ import pytest
 import redis
 from sps_log.operators import generate, parse, template
 
-from shared.api import run_local
-from shared.io.embedded import redis_server
-from shared.io.envelope import BadEvent
+from elastic_sps.api import run_local
+from elastic_sps.io.embedded import redis_server
+from elastic_sps.io.envelope import BadEvent
+
+pytestmark = pytest.mark.unit
 
 
 def test_a_line_is_parsed_and_templated():

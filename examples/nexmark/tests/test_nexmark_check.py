@@ -5,6 +5,8 @@ windows a run wrote out."""
 import pytest
 from sps_nexmark.check import compare
 
+pytestmark = pytest.mark.unit
+
 T0 = 1_700_000_000_000  # a multiple of 10 s: windows start at T0, T0 + 10 s, ...
 
 

@@ -2,7 +2,10 @@
 
 import collections
 
+import pytest
 from sps_nexmark.generate import Generator, last_auction, last_person
+
+pytestmark = pytest.mark.unit
 
 
 def test_each_fifty_events_hold_one_person_three_auctions_and_46_bids():

@@ -8,8 +8,10 @@ from sps_nexmark.check import compare
 from sps_nexmark.generate import Generator
 from sps_nexmark.reference import reference
 
-from shared.api import run_local
-from shared.pipeline.operators import Context
+from elastic_sps.api import run_local
+from elastic_sps.pipeline.operators import Context
+
+pytestmark = pytest.mark.unit
 
 
 def test_q3_joins_an_auction_with_a_seller_that_comes_later():

@@ -5,7 +5,9 @@ import pytest
 from sps_orders.generate import orders
 from sps_orders.operators import Spend, SpendCents, ledger, running_total, validate
 
-from shared.pipeline.operators import Context
+from elastic_sps.pipeline.operators import Context
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_running_total_keeps_each_customers_state():

@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 from sps_twitter.operators import generate, parse
 
-from shared.api import run_local
+from elastic_sps.api import run_local
+
+pytestmark = pytest.mark.unit
 
 TOPOLOGY = Path(__file__).parents[1] / "topology.yaml"
 
