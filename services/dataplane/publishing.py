@@ -4,6 +4,7 @@ one producer flush."""
 
 from __future__ import annotations
 
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.keyed_slot import handover_pause
 from elastic_sps.services.dataplane.steps import SlotResult
 from elastic_sps.services.dataplane.worker import WORKER
+
+LAS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -32,12 +35,15 @@ class TaskSpan:
         kb.log_task(pipe, operator, self.start, self.end, self.backlog)
 
 
-def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
+def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None) -> None:
     """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
-    processed up to (what a drain waits on; with a window, where the next batch starts),
-    the task's span, batched."""
+    processed up to (what a drain waits on; with a window, where the next task starts),
+    the task's span at its end (not at a checkpoint), batched. Slot threads checkpoint
+    concurrently: what they share in the worker (the LAS sketches) is updated under a
+    lock."""
     pipe = g.r.pipeline(transaction=False)
-    span.record(pipe, g.kb, g.operator)
+    if span is not None:
+        span.record(pipe, g.kb, g.operator)
     done = {r.replica: r.next_offset for r in results if r.next_offset > r.start}
     if g.op.stateful:  # state and offsets at once, per partition (state_store.py)
         commit_state(g, results)
@@ -49,9 +55,10 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
         g.kb.count_executor(pipe, g.operator, served_by)
     las = None
     if g.operator in g.topo.entry_operators and g.o.las:
-        las = WORKER.get(
-            ("las", g.operator, g.keys.prefix), lambda: las_operator(g.r, g.operator, g.keys)
-        )
+        with LAS_LOCK:
+            las = WORKER.get(
+                ("las", g.operator, g.keys.prefix), lambda: las_operator(g.r, g.operator, g.keys)
+            )
     totals = {
         "processed": sum(r.processed for r in results),
         "expired": sum(r.expired for r in results),
@@ -76,7 +83,10 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan) -> None:
         if las is not None and res.las_keys:
             import numpy as np
 
-            las.update_batch(np.asarray(res.las_keys, dtype=np.int64), np.asarray(res.las_times))
+            with LAS_LOCK:
+                las.update_batch(
+                    np.asarray(res.las_keys, dtype=np.int64), np.asarray(res.las_times)
+                )
         rec = OperatorCounters(
             interval=interval,
             operator=g.operator,
@@ -114,6 +124,7 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
             gap = handover_pause(keyed.store, keyed.owner, keyed.first_at)
             if gap is not None:
                 g.kb.record_pause(g.operator, keyed.partition, *gap, keyed.first_at)
+                keyed.store.handover = None  # the task's hand-over, counted once per epoch
         store = keyed.store
         if res.next_offset > res.start or store.committed is None or store.dirty:
             keyed.commit(res.next_offset)

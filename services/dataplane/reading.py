@@ -4,6 +4,7 @@ window, what upstream produces meanwhile, handed to each slot's thread."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
@@ -83,20 +84,30 @@ def read_slots(o: SourceOptions, topic: str, slots: tuple[Slot, ...]) -> dict[in
     return out
 
 
+STOP_CHECK_S = 0.1  # how often a reader asks whether its epoch must end early
+
+
 def feed_window(
     o: SourceOptions,
     topic: str,
     feeds: dict[int, SimpleQueue],
     starts: dict[int, int],
     deadline: float,
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Read the live slots' partitions from ``starts`` until ``deadline``, handing each
-    record to its slot with its arrival time; always ends every feed."""
+    """Read the live slots' partitions from ``starts`` until ``deadline``, or until
+    ``stop`` says the epoch must end, handing each record to its slot with its arrival
+    time; always ends every feed."""
     consumer = consumer_for(o, topic)
+    asked = time.monotonic()
     try:
         if feeds:
             consumer.assign([TopicPartition(topic, j, at) for j, at in starts.items()])
         while feeds and (left := deadline - time.monotonic()) > 0:
+            if time.monotonic() - asked >= STOP_CHECK_S:
+                asked = time.monotonic()
+                if stop():
+                    break
             for msg in take_ready(consumer, 1000, min(0.05, left)):
                 err = msg.error()
                 if err is not None:

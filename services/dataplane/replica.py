@@ -1,20 +1,29 @@
-"""A group of replica slots' work for one micro-batch (runs in a Spark Python worker).
+"""A group of replica slots' work for one epoch of a Spark task (runs in a Spark Python
+worker).
 
-The task reads every slot's offset range with one consumer (``reading.py``), then runs
-each slot in its own thread (``slots.py`` says why) through the per-event steps
-(``steps.py``), and publishes once (``publishing.py``): one producer flush, one Redis
-pipeline, one metrics record per slot. Clients are cached per worker process
-(``worker.py``: Spark reuses Python workers); so is each entry operator's LAS sketch
-state, which must outlive a batch to become stable.
+The task reads every slot's planned offset range with one consumer (``reading.py``), runs
+each replica in its own thread (``slots.py`` says why) through the per-event steps
+(``steps.py``), and, with a window, goes on with what upstream produces for the whole
+epoch. Inside the epoch every replica checkpoints on its own every ``checkpoint_s``
+(``checkpoint``): its outputs flushed, then its counters, progress and keyed state
+committed, so an epoch can be long without the monitor, a drain or a retry waiting for
+its end. The epoch ends at its deadline, or at once when a keyed operator's count
+changes (``resized``): its partitions' new owners start in the next epoch. Clients are
+cached per worker process (``worker.py``: Spark reuses Python workers); so is each entry
+operator's LAS sketch state, which must outlive a task to become stable.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any
 
+from elastic_sps.io.id_ledger import IdBatch
+from elastic_sps.io.knowledge_base import active_count
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import TaskSpan, publish
@@ -29,18 +38,37 @@ from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
 from elastic_sps.services.dataplane.worker import WORKER, threads
 
 
+@dataclass
+class Epoch:
+    """How a replica serves its live feed: until ``deadline`` (monotonic), checkpointing
+    every ``checkpoint_s`` (0: only at the end)."""
+
+    deadline: float
+    checkpoint_s: float = 0.0
+    last: float = field(default_factory=time.monotonic)
+
+    def due(self, now: float) -> bool:
+        return self.checkpoint_s > 0 and now - self.last >= self.checkpoint_s
+
+    def wait_s(self, now: float) -> float | None:
+        """How long a take may block: until the next checkpoint, or the deadline."""
+        until = self.deadline if self.checkpoint_s <= 0 else self.last + self.checkpoint_s
+        return max(0.0, min(until, self.deadline) - now)
+
+
 def serve_replica(
     g: GroupRun,
     slots: list[Slot],
     records: dict[int, list[Any]],
     feed: SimpleQueue | None = None,
-    deadline: float = 0,
+    epoch: Epoch | None = None,
 ) -> list[SlotResult]:
     """One replica's slots (a keyed operator's replica serves several partitions, one
     clock): each planned offset range [start, end) (offsets can skip, markers: a slot is
-    done up to ``end`` whatever its last record's offset), then, with a window, what
-    arrives on ``feed`` until ``deadline`` (a drain has none): an event taken after the
-    deadline is left for the next batch, so each slot's progress stays contiguous."""
+    done up to ``end`` whatever its last record's offset), then, with an epoch, what
+    arrives on ``feed`` until its deadline (a drain has none), with checkpoints: an event
+    taken after the deadline is left for the next task, so each slot's progress stays
+    contiguous."""
     runs = {s.replica: SlotRun(g, s) for s in slots}
     clock = runs[slots[0].replica].clock
     for s in slots:
@@ -54,10 +82,19 @@ def serve_replica(
     for s in slots:
         run = runs[s.replica]
         run.res.next_offset = max(run.res.next_offset, s.end)
-    while feed is not None:
-        chunk = _take(feed, deadline)
+    if feed is not None and epoch is not None:
+        serve_feed(g, runs, feed, epoch)
+    return [run.finish() for run in runs.values()]
+
+
+def serve_feed(g: GroupRun, runs: dict[int, SlotRun], feed: SimpleQueue, epoch: Epoch) -> None:
+    """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint when
+    one is due, whether or not anything arrived."""
+    clock = next(iter(runs.values())).clock
+    while True:
+        chunk = _take(feed, epoch)
         if chunk is None:
-            break
+            return
         by_partition: dict[int, list[Any]] = {}
         for msg, _ in chunk:
             by_partition.setdefault(msg.partition() or 0, []).append(msg)
@@ -66,7 +103,34 @@ def serve_replica(
         for msg, arrived in chunk:
             clock.arrive(arrived)
             runs[msg.partition() or 0].handle(msg)
-    return [run.finish() for run in runs.values()]
+        now = time.monotonic()
+        if epoch.due(now):
+            checkpoint(g, list(runs.values()))
+            epoch.last = now
+
+
+def checkpoint(g: GroupRun, runs: list[SlotRun]) -> None:
+    """Inside an epoch: the replica's outputs flushed first, then what its slots did
+    since the last checkpoint published and committed (counters, progress, keyed state
+    with its offset), as a task's end does; the slots go on from there."""
+    cut = [cut_result(run) for run in runs]
+    if not any(r.next_offset > r.start or r.keyed is not None for r in cut):
+        return
+    g.producer.flush()
+    publish(g, cut)
+
+
+def cut_result(run: SlotRun) -> SlotResult:
+    """The slot's result so far; the slot goes on with a fresh one from its offset."""
+    res = run.res
+    if run.ctx is not None:
+        run.ctx.writes.execute()  # the operator's writes before the offset they reflect
+    res.keyed = run.keyed
+    fresh = SlotResult(res.replica, ids=IdBatch(run.g.keys.prefix) if res.ids is not None else None)
+    fresh.start = fresh.next_offset = res.next_offset
+    fresh.marks = res.marks
+    run.res = fresh
+    return res
 
 
 CHUNK = 500  # live records taken from a feed at once (their state read in one trip)
@@ -76,11 +140,15 @@ def _produced_at(msg: Any) -> int:
     return int(msg.timestamp()[1])
 
 
-def _take(feed: SimpleQueue, deadline: float) -> list[tuple[Any, float]] | None:
-    """What waits on ``feed`` (at least one record, at most ``CHUNK``); None: the window
-    is over (an event taken after the deadline is left for the next batch)."""
-    item = feed.get()
-    if item is WINDOW_END or time.monotonic() > deadline:
+def _take(feed: SimpleQueue, epoch: Epoch) -> list[tuple[Any, float]] | None:
+    """What waits on ``feed`` (at most ``CHUNK``; none when a checkpoint falls due
+    first); None: the epoch is over (an event taken after the deadline is left for the
+    next task)."""
+    try:
+        item = feed.get(timeout=epoch.wait_s(time.monotonic()))
+    except Empty:
+        return [] if time.monotonic() <= epoch.deadline else None
+    if item is WINDOW_END or time.monotonic() > epoch.deadline:
         return None
     chunk = [item]
     while len(chunk) < CHUNK:
@@ -102,30 +170,67 @@ def by_replica(slots: tuple[Slot, ...]) -> list[list[Slot]]:
     return list(out.values())
 
 
+def resized(g: GroupRun, planned: Mapping[str, int]) -> Callable[[], bool]:
+    """Whether a keyed operator's active count has left the one this epoch was planned
+    with: its partitions change owner, which needs new tasks."""
+    names = sorted(planned)
+    if not names or g.o.settings.fixed_replicas:
+        return lambda: False
+    keys = [g.keys.active(name) for name in names]
+
+    def changed() -> bool:
+        counts = g.r.mget(keys)
+        return any(
+            active_count(v, g.topo[n].min_replicas, g.topo[n].max_replicas) != planned[n]
+            for n, v in zip(names, counts, strict=True)
+        )
+
+    return changed
+
+
 def run_windowed(
-    g: GroupRun, slots: tuple[Slot, ...], records: dict[int, list[Any]], deadline: float
+    g: GroupRun,
+    slots: tuple[Slot, ...],
+    records: dict[int, list[Any]],
+    deadline: float,
+    stop: Callable[[], bool],
 ) -> list[SlotResult]:
     """Every replica in its own thread; the live ones go on with what upstream produces
-    until ``deadline``, so an event crosses several operators within one micro-batch."""
+    until ``deadline`` (or ``stop``), so an event crosses several operators within one
+    task."""
     replicas = by_replica(slots)
     queues: dict[int, SimpleQueue] = {
         r[0].replica_id: SimpleQueue() for r in replicas if not r[0].drain
     }
     feeds = {s.replica: queues[s.replica_id] for s in slots if not s.drain}
+    every = g.o.settings.checkpoint_s
     futures = [
-        threads().submit(serve_replica, g, r, records, queues.get(r[0].replica_id), deadline)
+        threads().submit(
+            serve_replica,
+            g,
+            r,
+            records,
+            queues.get(r[0].replica_id),
+            Epoch(deadline, every),
+        )
         for r in replicas
     ]
     starts = {s.replica: s.end for s in slots if not s.drain}
-    feed_window(g.o, g.topic, feeds, starts, deadline)
+    feed_window(g.o, g.topic, feeds, starts, deadline, stop)
     return [res for f in futures for res in f.result()]
 
 
 def run_group(
-    o: SourceOptions, operator: str, slots: tuple[Slot, ...], active: int, serve_s: float = 0
+    o: SourceOptions,
+    operator: str,
+    slots: tuple[Slot, ...],
+    active: int,
+    serve_s: float = 0,
+    keyed_active: Mapping[str, int] | None = None,
 ) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
-    task window when the driver did not say)."""
+    task window when the driver did not say); ``keyed_active``: the keyed operators'
+    counts the epoch was planned with (a change ends it)."""
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
@@ -134,7 +239,8 @@ def run_group(
     backlog = sum(len(r) for r in records.values())
     window = o.task_window_s
     if window > 0:
-        results = run_windowed(g, slots, records, began + max(window, serve_s))
+        stop = resized(g, keyed_active or {})
+        results = run_windowed(g, slots, records, began + max(window, serve_s), stop)
     else:
         replicas = by_replica(slots)
         served = threads().map(lambda r: serve_replica(g, r, records), replicas)

@@ -42,10 +42,17 @@ class SlotGroup(InputPartition):
     """One Spark task: the replica slots of one operator it serves this micro-batch."""
 
     def __init__(
-        self, operator: str, slots: tuple[Slot, ...], active: int, serve_s: float = 0.0
+        self,
+        operator: str,
+        slots: tuple[Slot, ...],
+        active: int,
+        serve_s: float = 0.0,
+        keyed_active: dict[str, int] | None = None,
     ) -> None:
         self.operator, self.slots, self.active = operator, slots, active
         self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
+        # the keyed operators' counts the epoch is planned with: a change ends the epoch
+        self.keyed_active = keyed_active or {}
 
 
 @dataclass(frozen=True)
@@ -222,13 +229,14 @@ class OperatorReader(DataSourceStreamReader):
         }
         serve_s = self._serve_seconds(planned)
         tasks: list[InputPartition] = []
+        keyed = {op: active[op] for op in self.operators if self._topology()[op].stateful}
         kb = self._kb()
         pipe = self._redis().pipeline(transaction=False)
         for op, slots in planned.items():
             groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
             if len(self.operators) > 1:  # an idle operator plans no task in a shared query
                 groups = [g for g in groups if g]
-            tasks.extend(SlotGroup(op, g, active[op], serve_s) for g in groups)
+            tasks.extend(SlotGroup(op, g, active[op], serve_s, keyed) for g in groups)
             kb.log_batch(pipe, op, self._log_entry(slots, active[op], len(groups), serve_s))
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
@@ -328,5 +336,10 @@ class OperatorReader(DataSourceStreamReader):
 
         assert isinstance(partition, SlotGroup)
         yield from run_group(
-            self.o, partition.operator, partition.slots, partition.active, partition.serve_s
+            self.o,
+            partition.operator,
+            partition.slots,
+            partition.active,
+            partition.serve_s,
+            partition.keyed_active,
         )

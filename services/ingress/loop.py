@@ -90,7 +90,7 @@ class Ingress:
             scale_first=goal is not None,
             goal_s=goal / 1000.0 if goal is not None else None,
             td=settings.td,
-            batch_s=settings.task_window_s,
+            batch_s=settings.checkpoint_s,
         )
         self.metrics = IngressMetrics(registry)
         self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)
@@ -260,10 +260,11 @@ class Ingress:
 
     def produce(self, d: Any, now: float) -> None:
         for ev, key in d.admitted:
+            body = ev.encode()  # once, whatever the number of entry operators
             for e in self.entries:
                 self.out.produce(
                     self.keys.topic(e.dst),
-                    ev.encode(),
+                    body,
                     partition=self.routers.choose(e.dst, ev.payload),
                     key=key,
                 )

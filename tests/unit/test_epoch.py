@@ -1,0 +1,61 @@
+"""A task's epoch (``elastic_sps.services.dataplane.replica``): a replica takes what its
+feed holds, comes back empty-handed when a checkpoint falls due, and stops at the
+deadline or at the reader's end of the window."""
+
+from __future__ import annotations
+
+import time
+from queue import SimpleQueue
+
+import pytest
+
+from elastic_sps.services.dataplane.reading import WINDOW_END
+from elastic_sps.services.dataplane.replica import CHUNK, Epoch, _take
+
+pytestmark = pytest.mark.unit
+
+
+def feed_of(*items: object) -> SimpleQueue:
+    q: SimpleQueue = SimpleQueue()
+    for item in items:
+        q.put(item)
+    return q
+
+
+def test_a_checkpoint_is_due_once_its_interval_has_passed():
+    epoch = Epoch(deadline=100.0, checkpoint_s=1.0, last=10.0)
+    assert not epoch.due(10.9)
+    assert epoch.due(11.0)
+    assert not Epoch(deadline=100.0, checkpoint_s=0.0, last=10.0).due(50.0)  # 0: at the end
+
+
+def test_a_take_waits_until_the_next_checkpoint_or_the_deadline_whichever_is_first():
+    assert Epoch(deadline=100.0, checkpoint_s=1.0, last=10.0).wait_s(10.25) == 0.75
+    assert Epoch(deadline=10.5, checkpoint_s=1.0, last=10.0).wait_s(10.25) == 0.25
+    assert Epoch(deadline=20.0, checkpoint_s=0.0, last=10.0).wait_s(12.0) == 8.0
+    assert Epoch(deadline=20.0, checkpoint_s=1.0, last=10.0).wait_s(30.0) == 0.0
+
+
+def test_what_waits_is_taken_up_to_the_end_of_the_window():
+    far = Epoch(deadline=time.monotonic() + 60, checkpoint_s=30.0)
+    feed = feed_of(("a", 1.0), ("b", 2.0), WINDOW_END)  # the reader's end comes last
+    assert _take(feed, far) == [("a", 1.0), ("b", 2.0)]
+    assert _take(feed, far) is None  # the end, seen again
+
+
+def test_a_chunk_holds_at_most_chunk_records():
+    far = Epoch(deadline=time.monotonic() + 60, checkpoint_s=30.0)
+    feed = feed_of(*[(i, 0.0) for i in range(CHUNK + 3)])
+    assert len(_take(feed, far) or []) == CHUNK
+    assert len(_take(feed, far) or []) == 3
+
+
+def test_an_empty_feed_gives_nothing_when_a_checkpoint_is_due():
+    due = Epoch(deadline=time.monotonic() + 60, checkpoint_s=1.0, last=time.monotonic() - 5)
+    assert _take(feed_of(), due) == []
+
+
+def test_past_the_deadline_the_epoch_is_over_and_a_late_record_is_left():
+    over = Epoch(deadline=time.monotonic() - 1, checkpoint_s=1.0)
+    assert _take(feed_of(), over) is None
+    assert _take(feed_of(("late", 0.0)), over) is None  # read again by the next task
