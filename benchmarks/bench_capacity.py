@@ -12,8 +12,8 @@ import json
 import tempfile
 from pathlib import Path
 
+from benchmarks.harness.capacity import capacity_rig
 from elastic_sps.io import embedded
-from tests.support.capacity import capacity_rig
 
 
 def main() -> None:

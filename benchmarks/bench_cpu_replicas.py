@@ -1,5 +1,5 @@
 """CPU-bound replicas are capacity up to the cores: one saturated user operator doing
-2 ms of real pure-Python CPU work per event (``tests/support/cpu_work.py``, its cost and
+2 ms of real pure-Python CPU work per event (``benchmarks/harness/cpu_work.py``, its cost and
 CPU share measured by the dataplane at start), at r = 1, 2, 8 active replicas, in one run
 on one dataplane (embedded broker, redis-server, Spark local). The operator is CPU-bound,
 so each replica gets its own Spark task (a process) up to the machine's cores, and the
@@ -18,11 +18,11 @@ import os
 import tempfile
 from pathlib import Path
 
+from benchmarks.harness.capacity import CPU_CODE, OPERATOR, capacity_rig
 from elastic_sps.control.plan import make_plan
 from elastic_sps.io import embedded
 from elastic_sps.model import topology
 from elastic_sps.policies.base import Analysis, OperatorDecision
-from tests.support.capacity import CPU_CODE, OPERATOR, capacity_rig
 
 
 def plan_for_eight(topo_path: Path, redis_url: str, prefix: str) -> dict:

@@ -23,6 +23,7 @@ from typing import Any
 import redis
 from sps_twitter import operators as twitter
 
+from benchmarks.harness.processes import ServiceProcess
 from elastic_sps.contracts.plan import PlanRecord
 from elastic_sps.io import embedded, id_ledger
 from elastic_sps.io.envelope import Envelope
@@ -30,7 +31,6 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.model import topology
 from elastic_sps.services.execute.core import Executor
-from tests.support.processes import ServiceProcess
 
 START_REPLICAS = 2  # every operator's count at the start, and the fixed variant's
 CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}

@@ -19,7 +19,7 @@ stateless validation pool, a keyed 5 s window per customer, a keyed ledger over 
 window results, and a keyed running total per order, fed a generated file with event
 times), and per fault whether every output is exact (``state_exact``: each order's
 running total, every window that must have closed out once and exact, and the ledger's
-running sums, against the events file, ``tests/support/orders_check.py``; a repeated
+running sums, against the events file, ``benchmarks/harness/orders_check.py``; a repeated
 output must carry the same value).
 
 Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
@@ -146,7 +146,7 @@ def stateful_setup(out: Path) -> tuple[str, str, list[dict]]:
     of event time: 2 s windows close as the replay runs)."""
     from sps_orders.generate import orders
 
-    from tests.support import orders_check
+    from benchmarks.harness import orders_check
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "orders.yaml").write_text(orders_check.PIPELINE)
@@ -156,7 +156,7 @@ def stateful_setup(out: Path) -> tuple[str, str, list[dict]]:
 
 
 def state_exact(rep: dict[str, Any], events: list[dict]) -> bool:
-    from tests.support.orders_check import (
+    from benchmarks.harness.orders_check import (
         WINDOW_S,
         check_ledger,
         check_totals,

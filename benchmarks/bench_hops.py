@@ -16,13 +16,14 @@ import argparse
 import itertools
 import json
 import time
-import uuid
 
 import numpy as np
 import redis
-from confluent_kafka import Producer
 
 from benchmarks import bench_peers as peers
+from benchmarks.harness.collector import Collector
+from benchmarks.harness.processes import cpu_seconds
+from benchmarks.harness.runs import fresh_tag, running
 from elastic_sps.io import embedded
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 
@@ -73,22 +74,20 @@ def batch_cadence(redis_url: str, tag: str, chain: str, since: float) -> dict[st
 def one_run(
     bootstrap: str, redis_url: str, rate: float, seconds: float, warm_s: float
 ) -> dict[str, object]:
-    tag = f"{CHAIN_TAG}{uuid.uuid4().hex[:6]}"
+    tag = fresh_tag(CHAIN_TAG)
     pipe = peers.elastic_sps(bootstrap, redis_url, tag, {"SPS_TRACK_IDS": "false"}, chain=True)
     (chain,) = pipe.operators
-    out = peers.Collector(bootstrap, pipe.dst)
-    mid = peers.Collector(bootstrap, Keys(tag).topic(chain))  # envelopes carry "id" too
-    out.start()
-    mid.start()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    try:
+    with (
+        running(pipe, bootstrap) as (out, producer),
+        Collector(bootstrap, Keys(tag).topic(chain)) as mid,  # envelopes carry "id" too
+    ):
         peers.send_all(producer, pipe, out, 0, 500)  # workers up, groups joined
         peers.warm(producer, pipe, out, rate, warm_s)  # the JVMs' hot paths compiled
         events = list(peers.tweets(20_000_000, int(rate * seconds)))
-        cpu0, t0 = peers.cpu_seconds(), time.monotonic()
+        cpu0, t0 = cpu_seconds(), time.monotonic()
         sent = peers.feed(producer, pipe.src, events, rate)
         out.wait_for(list(sent), pipe, 600)
-        cpu1, wall = peers.cpu_seconds(), time.monotonic() - t0
+        cpu1, wall = cpu_seconds(), time.monotonic() - t0
         ids = [i for i in sent if i in mid.seen]
         return {
             "rate": rate,
@@ -99,12 +98,6 @@ def one_run(
             # cores each role kept busy from the first paced event to the last output
             "cores": {k: round((v - cpu0.get(k, 0.0)) / wall, 2) for k, v in cpu1.items()},
         }
-    finally:
-        out.halt.set()
-        mid.halt.set()
-        out.join(10)
-        mid.join(10)
-        pipe.stop()
 
 
 def main() -> None:

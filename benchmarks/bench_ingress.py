@@ -14,12 +14,12 @@ import redis
 from confluent_kafka import Producer
 from sps_twitter import operators as twitter
 
+from benchmarks.harness.processes import ServiceProcess
 from elastic_sps.io import embedded
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.las.redis_store import SketchPublisher
 from elastic_sps.las.sketch import Hashes, SketchPair, key_to_int
-from tests.support.processes import ServiceProcess
 
 
 def main() -> None:

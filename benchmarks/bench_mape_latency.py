@@ -18,13 +18,13 @@ import numpy as np
 import yaml
 from confluent_kafka import Producer
 
+from benchmarks.harness.processes import ServiceProcess
+from benchmarks.harness.recorded import chain_interval
 from elastic_sps.io import embedded
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.kafka_io import read_topic as read_all
 from elastic_sps.io.topics import Topics
 from elastic_sps.model.topology import Operator, linear
-from tests.support.processes import ServiceProcess
-from tests.support.recorded import chain_interval
 
 
 def main() -> None:

@@ -40,43 +40,26 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
-import os
-import statistics
-import sys
-import tempfile
-import threading
 import time
-import uuid
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from sps_nexmark.check import compare
 from sps_nexmark.generate import BASE_TIME_MS, Generator
 from sps_nexmark.reference import reference
 
-from benchmarks.bench_peers import (
-    PEERS_PYTHON,
-    ROLES,
-    Pipeline,
-    _spawn,
-    cpu_seconds,
-    start_services,
-)
+from benchmarks.harness import engines
+from benchmarks.harness.engines import PARTITIONS, REPLICAS, ROOT, Pipeline
+from benchmarks.harness.processes import cpu_seconds, cpu_since
+from benchmarks.harness.runs import fresh_tag, names, paced, report, run_all, running
+from benchmarks.harness.summary import cpu_cells, latency_cells, summary
 from elastic_sps.io import embedded
-from elastic_sps.io.kafka_admin import ensure_topics
-from elastic_sps.io.kafka_io import take_ready
-from elastic_sps.model import topology
-from tests.support.processes import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
 NEXMARK = ROOT / "examples" / "nexmark"
-PEERS_DIR = ROOT / "benchmarks" / "peers"
-PARTITIONS = 2
-REPLICAS = 2
 FLUSH_STEP_MS, FLUSH_STEPS, FLUSH_KEYS = 10_000, 40, 32
 PHASE_GAP_MS = 120_000
 # the peers' lateness allowance: a peer's window time is the largest event time seen in
@@ -84,7 +67,7 @@ PHASE_GAP_MS = 120_000
 # it (quix-streams dropped ~1 % of q7's bids with grace 0); elastic-sps's watermark is
 # the least of its inputs' (Flink's rule) and needs none
 GRACE_MS = 5_000
-NEXMARK_ROLES = (("quix_nexmark.py", "quix-streams"), ("bytewax", "bytewax"), *ROLES)
+METRICS = ("events_per_s", "events_per_core_s", "p50_ms", "p99_ms", "cpu_ms_per_event")
 
 
 def topology_file(query: str, folder: Path, src: str, dst: str) -> Path:
@@ -111,98 +94,23 @@ def elastic_sps(
 ) -> Pipeline:
     """The query's dataplane and ingress, ``replicas`` per operator (``fixed``: held there;
     else the active counts in Redis decide, as the execute service writes them)."""
-    pipe = Pipeline(f"{tag}.in", f"{tag}.out")
-    ensure_topics(bootstrap, [pipe.src, pipe.dst], PARTITIONS)
-    folder = Path(tempfile.mkdtemp(prefix="sps-nexmark-"))
-    topo_file = topology_file(query, folder, pipe.src, pipe.dst)
-    env = {
-        "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "SPS_REDIS_URL": redis_url,
-        "SPS_KEY_PREFIX": tag,
-        "SPS_TOPOLOGY": str(topo_file),
-        "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
-        "SPS_TRACK_IDS": "false",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(NEXMARK)]),
-    }
-    pipe.operators = topology.load(topo_file).names
-    pipe.procs += start_services(redis_url, tag, env, pipe.operators, replicas, fixed)
-    return pipe
-
-
-def _peers_python() -> str:
-    if not PEERS_PYTHON.exists():
-        raise SystemExit(f"{PEERS_PYTHON} is missing: make peers-venv")
-    return str(PEERS_PYTHON)
+    write = partial(topology_file, query)
+    return engines.elastic_sps(bootstrap, redis_url, tag, write, [NEXMARK], None, replicas, fixed)
 
 
 def quix_streams(
     bootstrap: str, _: str, tag: str, query: str, processes: int = PARTITIONS
 ) -> Pipeline:
-    pipe = Pipeline(f"{tag}.in", f"{tag}.out")
-    ensure_topics(bootstrap, [pipe.src, pipe.dst], PARTITIONS)
-    for _k in range(processes):
-        argv = [_peers_python(), str(PEERS_DIR / "quix_nexmark.py"), "--query", query]
-        argv += ["--bootstrap", bootstrap, "--group", tag, "--src", pipe.src, "--dst", pipe.dst]
-        argv += ["--grace-ms", str(GRACE_MS)]
-        pipe.procs.append(_spawn(argv, {"PYTHONPATH": str(NEXMARK)}))
-    return pipe
+    argv = ["--query", query, "--grace-ms", str(GRACE_MS)]
+    return engines.quix_streams(bootstrap, tag, "quix_nexmark.py", argv, [NEXMARK], processes)
 
 
 def bytewax(bootstrap: str, _: str, tag: str, query: str) -> Pipeline:
-    pipe = Pipeline(f"{tag}.in", f"{tag}.out")
-    ensure_topics(bootstrap, [pipe.src, pipe.dst], PARTITIONS)
-    addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(PARTITIONS))
-    env = {"NEXMARK_QUERY": query, "NEXMARK_BOOTSTRAP": bootstrap, "NEXMARK_SRC": pipe.src,
-           "NEXMARK_DST": pipe.dst, "NEXMARK_GROUP": tag, "NEXMARK_GRACE_MS": str(GRACE_MS),
-           "PYTHONPATH": os.pathsep.join([str(PEERS_DIR), str(NEXMARK)])}  # fmt: skip
-    for k in range(PARTITIONS):
-        argv = [_peers_python(), "-m", "bytewax.run", "bytewax_nexmark:flow"]
-        pipe.procs.append(_spawn([*argv, "-i", str(k), "-a", addresses], env))
-    return pipe
+    env = {"NEXMARK_QUERY": query, "NEXMARK_GRACE_MS": str(GRACE_MS)}
+    return engines.bytewax(bootstrap, tag, "bytewax_nexmark:flow", env, [NEXMARK])
 
 
 PEERS = {"elastic-sps": elastic_sps, "quix-streams": quix_streams, "bytewax": bytewax}
-
-
-def result_row(value: dict[str, Any]) -> dict[str, Any]:
-    """elastic-sps's sink writes ``{"id", "value"}``; the peers write the row itself."""
-    return value["value"] if set(value) == {"id", "value"} else value
-
-
-class Collector(threading.Thread):
-    """Reads the sink's topic from the start: every row, with when it was first read."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__(daemon=True)
-        self.rows: list[tuple[float, dict[str, Any]]] = []
-        self.halt = threading.Event()
-        conf = {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                "auto.offset.reset": "earliest", "enable.auto.commit": False}  # fmt: skip
-        self.consumer = Consumer(conf)
-        self.consumer.subscribe([topic])
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            for m in take_ready(self.consumer, 1000, 0.05):
-                if not m.error():
-                    self.rows.append((time.time(), result_row(json.loads(m.value()))))
-        self.consumer.close()
-
-    def wait_for(self, windows: Counter[int], pipe: Pipeline, timeout: float) -> float:
-        """Wait until every window (by start) has a row (a window's rows go out at once;
-        whether they are right is ``Phase.judged``'s); the time the last was read."""
-        if not windows:
-            raise SystemExit("a phase closes no window: give it more --events or --seconds")
-        deadline = time.monotonic() + timeout
-        while True:
-            rows = list(self.rows)
-            got = Counter(r["window_start"] for _, r in rows if r["window_start"] in windows)
-            if all(got[w] for w in windows):
-                return max(t for t, r in rows if r["window_start"] in windows)
-            if time.monotonic() > deadline or not pipe.alive():
-                missing = sum(1 for w in windows if not got[w])
-                raise RuntimeError(f"{missing} of {len(windows)} windows missing")
-            time.sleep(0.05)
 
 
 class Phase:
@@ -234,12 +142,7 @@ class Phase:
 
     def feed(self, producer: Producer, topic: str, rate: float | None) -> None:
         """Produce the events (at ``rate`` a second, or at once), then the flush."""
-        t0 = time.monotonic()
-        for k, e in enumerate(self.events):
-            if rate:
-                ahead = t0 + k / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
+        for k, e in paced(self.events, rate):
             self.sent.append((_time_ms(e), time.time()))
             producer.produce(topic, json.dumps(e).encode(), partition=k % PARTITIONS)
             producer.poll(0)
@@ -271,68 +174,39 @@ def _time_ms(e: dict[str, Any]) -> int:
 def measure(
     peer: str, query: str, bootstrap: str, redis_url: str, args: argparse.Namespace
 ) -> dict[str, Any]:
-    tag = f"nx{uuid.uuid4().hex[:6]}"
-    pipe = PEERS[peer](bootstrap, redis_url, tag, query)
-    collector = Collector(bootstrap, pipe.dst)
-    collector.start()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    try:
+    pipe = PEERS[peer](bootstrap, redis_url, fresh_tag("nx"), query)
+    with running(pipe, bootstrap) as (collector, producer):
         warm = Phase(
             query, int(args.warm_rate * args.warm_seconds), args.warm_rate, BASE_TIME_MS, 1
         )
         warm.feed(producer, pipe.src, args.warm_rate)
         if warm.windows:
-            collector.wait_for(warm.windows, pipe, args.timeout)
+            collector.wait_for_windows(warm.windows, pipe, args.timeout)
         burst = Phase(query, args.events, args.event_rate, warm.next_base(), 2)
-        cpu0, t0 = cpu_seconds(NEXMARK_ROLES), time.time()
+        cpu0, t0 = cpu_seconds(), time.time()
         burst.feed(producer, pipe.src, None)
-        last = collector.wait_for(burst.windows, pipe, args.timeout)
-        used = {k: v - cpu0.get(k, 0.0) for k, v in cpu_seconds(NEXMARK_ROLES).items()}
+        last = collector.wait_for_windows(burst.windows, pipe, args.timeout)
+        engine_cpu = sum(v for k, v in cpu_since(cpu0).items() if k != "bench")
         eps = args.events / (last - t0)
-        engine_cpu = sum(v for k, v in used.items() if k != "bench")
         rate = eps / 2
-        paced = Phase(query, int(rate * args.seconds), rate, burst.next_base(), 3)
-        cpu0 = cpu_seconds(NEXMARK_ROLES)
-        paced.feed(producer, pipe.src, rate)
-        collector.wait_for(paced.windows, pipe, args.timeout)
-        used = {k: v - cpu0.get(k, 0.0) for k, v in cpu_seconds(NEXMARK_ROLES).items()}
+        half = Phase(query, int(rate * args.seconds), rate, burst.next_base(), 3)
+        cpu0 = cpu_seconds()
+        half.feed(producer, pipe.src, rate)
+        collector.wait_for_windows(half.windows, pipe, args.timeout)
+        used = cpu_since(cpu0)
         rows = list(collector.rows)
-        verdicts = [p.judged(rows) for p in (warm, burst, paced) if p.windows]
-        exact = [ok for ok, _ in verdicts]
-        lat = np.array(verdicts[-1][1])  # the paced phase's, which always has windows
-        n = len(paced.events)
+        verdicts = [p.judged(rows) for p in (warm, burst, half) if p.windows]
         return {
             "peer": peer, "query": query,
             "events_per_s": round(eps),
             "events_per_core_s": round(args.events / engine_cpu) if engine_cpu else None,
-            "p50_ms": round(float(np.percentile(lat, 50)), 1),
-            "p99_ms": round(float(np.percentile(lat, 99)), 1),
-            "latency_rows": len(lat),
+            # the half-load phase's rows, which always has windows
+            **latency_cells(verdicts[-1][1]),
+            "latency_rows": len(verdicts[-1][1]),
             "at_events_per_s": round(rate),
-            "cpu_ms_per_event": round(1000 * sum(used.values()) / n, 4),
-            "cpu_ms_per_event_by_role": {k: round(1000 * v / n, 4)
-                                         for k, v in sorted(used.items())},
-            "exact": all(exact),
+            **cpu_cells(used, len(half.events)),
+            "exact": all(ok for ok, _ in verdicts),
         }  # fmt: skip
-    finally:
-        collector.halt.set()
-        collector.join(10)
-        pipe.stop()
-
-
-def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for peer, query in dict.fromkeys((r["peer"], r["query"]) for r in rows):
-        mine = [r for r in rows if (r["peer"], r["query"]) == (peer, query) and "error" not in r]
-        if not mine:
-            continue
-        row: dict[str, Any] = {"peer": peer, "query": query, "runs": len(mine),
-                               "exact": all(r["exact"] for r in mine)}  # fmt: skip
-        for key in ("events_per_s", "events_per_core_s", "p50_ms", "p99_ms", "cpu_ms_per_event"):
-            vals = [r[key] for r in mine if r[key] is not None]
-            row[key] = {"min": min(vals), "median": statistics.median(vals), "max": max(vals)}
-        out.append(row)
-    return out
 
 
 def main() -> None:
@@ -349,26 +223,14 @@ def main() -> None:
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
-    queries = [q.strip() for q in args.queries.split(",") if q.strip()]
-    rows = []
+    cases = [{"query": q} for q in names(args.queries)]
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
-        for run in range(args.runs):
-            for query in queries:
-                for peer in peers if run % 2 == 0 else reversed(peers):  # alternating
-                    try:
-                        row = {**measure(peer, query, bootstrap, redis_url, args), "run": run}
-                    except RuntimeError as exc:  # a peer that failed a run: said, not hidden
-                        row = {"peer": peer, "query": query, "run": run, "error": str(exc)}
-                    rows.append(row)
-                    print(json.dumps(row), file=sys.stderr if args.json else sys.stdout, flush=True)
-    if args.json:
-        print(json.dumps({"rows": rows, "summary": summary(rows)}))
-        return
-    for s in summary(rows):
-        cells = [f"{k} {v['min']}/{v['median']}/{v['max']}" for k, v in s.items()
-                 if isinstance(v, dict)]  # fmt: skip
-        print(f"{s['peer']:<13} {s['query']} exact={s['exact']} " + "  ".join(cells))
+
+        def one(peer: str, case: dict[str, str]) -> dict[str, Any]:
+            return measure(peer, case["query"], bootstrap, redis_url, args)
+
+        rows = run_all(one, names(args.peers), cases, args.runs, args.json)
+    report(rows, summary(rows, ("peer", "query"), METRICS, all_of=("exact",)), args.json)
 
 
 if __name__ == "__main__":

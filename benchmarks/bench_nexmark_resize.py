@@ -26,20 +26,13 @@ import json
 import statistics
 import threading
 import time
-import uuid
 from typing import Any
 
 import redis
-from confluent_kafka import Producer
 
-from benchmarks.bench_nexmark import (
-    BASE_TIME_MS,
-    Collector,
-    Phase,
-    elastic_sps,
-    quix_streams,
-)
-from benchmarks.bench_peers import Pipeline
+from benchmarks.bench_nexmark import BASE_TIME_MS, Phase, elastic_sps, quix_streams
+from benchmarks.harness.engines import Pipeline
+from benchmarks.harness.runs import fresh_tag, running
 from elastic_sps.io import embedded
 from elastic_sps.io.knowledge_base import Keys
 
@@ -85,39 +78,34 @@ def around(changes: list[float], phase: Phase, rows: list[tuple[float, dict]]) -
 
 
 def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace) -> dict:
-    tag = f"nr{uuid.uuid4().hex[:6]}"
+    tag = fresh_tag("nr")
     if peer == "elastic-sps":
         pipe = elastic_sps(bootstrap, redis_url, tag, "q5", replicas=1, fixed=False)
         change = _sps_change(redis_url, tag)
     else:
         pipe = quix_streams(bootstrap, redis_url, tag, "q5", processes=1)
         change = _quix_change(pipe, bootstrap, tag)
-    collector = Collector(bootstrap, pipe.dst)
-    collector.start()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     try:
-        warm = Phase("q5", int(args.rate * 20), args.rate, BASE_TIME_MS, 1)
-        warm.feed(producer, pipe.src, args.rate)
-        collector.wait_for(warm.windows, pipe, 600)
-        phase = Phase("q5", int(args.rate * args.seconds), args.rate, warm.next_base(), 2)
-        feeder = threading.Thread(target=phase.feed, args=(producer, pipe.src, args.rate))
-        t0 = time.time()
-        feeder.start()
-        changes = []
-        for at, n in ((args.seconds / 3, 2), (2 * args.seconds / 3, 1)):
-            time.sleep(max(0.0, t0 + at - time.time()))
-            changes.append(time.time())
-            change(n)
-        feeder.join()
-        collector.wait_for(phase.windows, pipe, 600)
-        rows = [(t, r) for t, r in collector.rows if r["window_start"] in phase.windows]
-        exact, _ = phase.judged(rows)
-        return {"peer": peer, "rate": args.rate, **around(changes, phase, rows), "exact": exact}
+        with running(pipe, bootstrap) as (collector, producer):
+            warm = Phase("q5", int(args.rate * 20), args.rate, BASE_TIME_MS, 1)
+            warm.feed(producer, pipe.src, args.rate)
+            collector.wait_for_windows(warm.windows, pipe, 600)
+            phase = Phase("q5", int(args.rate * args.seconds), args.rate, warm.next_base(), 2)
+            feeder = threading.Thread(target=phase.feed, args=(producer, pipe.src, args.rate))
+            t0 = time.time()
+            feeder.start()
+            changes = []
+            for at, n in ((args.seconds / 3, 2), (2 * args.seconds / 3, 1)):
+                time.sleep(max(0.0, t0 + at - time.time()))
+                changes.append(time.time())
+                change(n)
+            feeder.join()
+            collector.wait_for_windows(phase.windows, pipe, 600)
+            rows = [(t, r) for t, r in collector.rows if r["window_start"] in phase.windows]
     finally:
-        collector.halt.set()
-        collector.join(10)
         change(1)
-        pipe.stop()
+    exact, _ = phase.judged(rows)
+    return {"peer": peer, "rate": args.rate, **around(changes, phase, rows), "exact": exact}
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ stateless one's, and the CPU per event of the same operator keyed and unkeyed.
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_state.py [--keys 100000]
      [--rate 400] [--events 20000] [--json]
 
-One operator (``tests.support.keyed_ops:running_total``, a running total per key) on
+One operator (``benchmarks.harness.keyed_ops:running_total``, a running total per key) on
 the embedded broker, redis-server and Spark (local[2]), fed by this process; three
 variants in one invocation, each on a fresh dataplane:
 
@@ -36,21 +36,18 @@ from typing import Any
 import numpy as np
 import redis
 import yaml
-from confluent_kafka import Consumer
 
-from benchmarks.bench_peers import cpu_seconds
+from benchmarks.harness.collector import Collector
+from benchmarks.harness.processes import ServiceProcess, cpu_seconds
 from elastic_sps.contracts.plan import PlanRecord
 from elastic_sps.io import embedded
-from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.envelope import Envelope
-from elastic_sps.io.kafka_io import take_ready
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.state_store import PartitionStore
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.model import keyed as keyed_mod
 from elastic_sps.model import topology
 from elastic_sps.services.execute.core import Executor
-from tests.support.processes import ServiceProcess
 
 POOL = 4
 RESIZES = ((6.0, 4), (11.0, 2))  # (seconds into the feed, replicas)
@@ -62,7 +59,7 @@ DATAPLANE_ROLES = ("spark python workers", "spark driver JVM", "dataplane driver
 def topology_file(tag: str, keyed: bool, out: Path) -> Path:
     op: dict[str, Any] = {
         "name": "total",
-        "code": "tests.support.keyed_ops:running_total",
+        "code": "benchmarks.harness.keyed_ops:running_total",
         "et_ms": 0.5,
         "max_replicas": POOL,
         "output": f"bench.state.{tag}",
@@ -85,37 +82,6 @@ def prepopulate(r: Any, keys: Keys, n: int, groups: int) -> None:
         store.put("s", g, key, {"n": 0, "total": 0})
     for store in stores.values():
         assert store.commit(0, owner=0)
-
-
-class Outputs:
-    """Reads the operator's output topic: per event id, when its output arrived here."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.c = Consumer(kafka_config(bootstrap, **{"group.id": f"b{uuid.uuid4().hex}",
-                                                     "auto.offset.reset": "earliest"}))  # fmt: skip
-        self.c.subscribe([topic])
-        self.seen: dict[str, tuple[float, float, str]] = {}  # id -> (sent, read, key)
-        self.stop = threading.Event()
-        self.t = threading.Thread(target=self.run, daemon=True)
-        self.t.start()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for m in take_ready(self.c, 2000, 0.1):
-                if m.error() is None:
-                    row = json.loads(m.value())
-                    v = row["value"]
-                    self.seen.setdefault(row["id"], (v["sent"], time.time(), v["k"]))
-
-    def wait(self, n: int, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.seen) < n and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.t.join(5)
-        self.c.close()
 
 
 def feed(p: TrackedProducer, kb: KnowledgeBase, keyed: bool, n_keys: int, rate: float,
@@ -161,7 +127,8 @@ def run_variant(bootstrap: str, redis_url: str, name: str, args: argparse.Namesp
            "SPS_KEY_PREFIX": tag, "SPS_TOPOLOGY": str(topo_path),
            "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}", "PYTHONPATH": "."}  # fmt: skip
     proc = ServiceProcess("dataplane", env).start()
-    outputs = Outputs(bootstrap, f"bench.state.{tag}")
+    outputs = Collector(bootstrap, f"bench.state.{tag}")
+    outputs.start()
     try:
         while not kb.runs():
             if not proc.alive():
@@ -169,7 +136,7 @@ def run_variant(bootstrap: str, redis_url: str, name: str, args: argparse.Namesp
             time.sleep(0.2)
         p = TrackedProducer(bootstrap, r, keys)
         warm = feed(p, kb, keyed, args.keys, args.rate, 3.0, "w")
-        outputs.wait(warm)
+        outputs.wait_for_count(warm, 120)
         t0 = time.time()
         ex = Executor(r, topo, keys)
         changes = []
@@ -185,24 +152,24 @@ def run_variant(bootstrap: str, redis_url: str, name: str, args: argparse.Namesp
 
             threading.Thread(target=resizer, daemon=True).start()
         sent = feed(p, kb, keyed, args.keys, args.rate, FEED_S, "e")
-        outputs.wait(warm + sent)
+        outputs.wait_for_count(warm + sent, 120)
         out = _resize_figures(kb, outputs, changes or [(t0 + at, n) for at, n in RESIZES], keyed)
         r.set(keys.active("total"), 2)
         time.sleep(2)
         before = cpu_seconds()
         burst = feed(p, kb, keyed, args.keys, args.events, 0, "b")
-        outputs.wait(warm + sent + burst)
+        outputs.wait_for_count(warm + sent + burst, 120)
         after = cpu_seconds()
         cpu = sum(after.get(k, 0) - before.get(k, 0) for k in DATAPLANE_ROLES)
         out["cpu_ms_per_event"] = round(1000 * cpu / burst, 4)
         out["lost"] = warm + sent + burst - len(outputs.seen)
         return out
     finally:
-        outputs.close()
+        outputs.stop()
         proc.stop(timeout=60)
 
 
-def _resize_figures(kb: KnowledgeBase, outputs: Outputs, changes: list, keyed: bool) -> dict:
+def _resize_figures(kb: KnowledgeBase, outputs: Collector, changes: list, keyed: bool) -> dict:
     """Pauses of moved and unmoved partitions after each change; output latency of the
     events in unmoved partitions in the ``WINDOW_AFTER_S`` after each change."""
     pauses = kb.pauses("total")
@@ -217,7 +184,8 @@ def _resize_figures(kb: KnowledgeBase, outputs: Outputs, changes: list, keyed: b
     moved = [p["pause_s"] for p in in_window if p["moved"]]
     still = [p["pause_s"] for p in in_window if not p["moved"]]
     rows_still, rows_all = [], []
-    for sent, read, key in outputs.seen.values():
+    for event_id, read in outputs.seen.items():
+        sent, key = outputs.first[event_id]["sent"], outputs.first[event_id]["k"]
         rows_all.append((sent, read))
         part = keyed_mod.partition_of_key(key, 128, POOL)
         if any(a <= sent < b for a, b in windows) and (not keyed or part not in moved_all):

@@ -21,12 +21,10 @@ import json
 import subprocess
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from confluent_kafka import Producer
-
-from benchmarks.bench_peers import Collector, elastic_sps, send_all
+from benchmarks.bench_peers import elastic_sps, send_all
+from benchmarks.harness.runs import fresh_tag, running
 from elastic_sps.io import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,11 +97,8 @@ def main() -> None:
     raw = Path(tempfile.mkdtemp(prefix="sps-profile-")) / "dataplane.txt"
     env = {"SPS_TRACK_IDS": "true" if args.ids else "false"}
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
-        pipe = elastic_sps(bootstrap, redis_url, f"prof{uuid.uuid4().hex[:6]}", env, args.chain)
-        collector = Collector(bootstrap, pipe.dst)
-        collector.start()
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        try:
+        pipe = elastic_sps(bootstrap, redis_url, fresh_tag("prof"), env, args.chain)
+        with running(pipe, bootstrap) as (collector, producer):
             send_all(producer, pipe, collector, 0, 500)  # warm
             dataplane = pipe.procs[0]
             pid = dataplane.proc.pid  # type: ignore[union-attr]
@@ -117,9 +112,6 @@ def main() -> None:
             t0, last = send_all(producer, pipe, collector, 10_000_000, args.events)
             spy.send_signal(2)  # SIGINT: py-spy writes what it sampled
             spy.wait(60)
-        finally:
-            collector.halt.set()
-            pipe.stop()
     out: dict = {"events_per_s": round(args.events / (last - t0)), "ids": args.ids}
     out["chain"] = args.chain
     out |= shares(raw)

@@ -4,7 +4,9 @@ windowing operators (``count_window``, ``fold_window``) on an ``EventClock`` of 
 auction, then per window). The aggregates are ``sps_nexmark.queries``' own classes. Run by
 ``benchmarks/bench_nexmark.py`` in the peers' virtualenv as
 ``python -m bytewax.run bytewax_nexmark:flow -i K -a "host:port;..."`` (one process per
-input partition), configured by ``NEXMARK_*`` variables (bytewax imports the flow).
+input partition), configured by variables (bytewax imports the flow): the query's
+``NEXMARK_QUERY`` and ``NEXMARK_GRACE_MS``, the run's ``BYTEWAX_BOOTSTRAP``, ``_SRC``,
+``_DST`` and ``_GROUP`` (``benchmarks/harness/engines.py`` sets those).
 """
 
 from __future__ import annotations
@@ -101,5 +103,6 @@ def build(query: str, bootstrap: str, src: str, dst: str, group: str) -> Dataflo
 
 if "NEXMARK_QUERY" in os.environ:
     flow = build(
-        *(os.environ[f"NEXMARK_{k}"] for k in ("QUERY", "BOOTSTRAP", "SRC", "DST", "GROUP"))
+        os.environ["NEXMARK_QUERY"],
+        *(os.environ[f"BYTEWAX_{k}"] for k in ("BOOTSTRAP", "SRC", "DST", "GROUP")),
     )

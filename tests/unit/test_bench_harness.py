@@ -1,5 +1,5 @@
-"""The harnesses behind headline figures: ``Foresight`` (the control bound) and the peers'
-CPU accounting by process (``bench_peers.cpu_seconds``)."""
+"""The harnesses behind headline figures: ``Foresight`` (the control bound) and the
+comparisons' CPU accounting by process (``benchmarks.harness.processes.cpu_seconds``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from benchmarks.bench_control import Foresight
-from benchmarks.bench_peers import cpu_seconds
+from benchmarks.harness.processes import cpu_seconds
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_nexmark import FLUSH_KEYS, PARTITIONS, Phase, result_row
+from benchmarks.bench_nexmark import FLUSH_KEYS, PARTITIONS, Phase
+from benchmarks.harness.collector import unwrap
 from elastic_sps.model.keyed import DEFAULT_KEY_GROUPS, partition_of_key
 
 pytestmark = pytest.mark.unit
@@ -44,8 +45,8 @@ def test_a_rows_latency_runs_from_the_event_that_made_its_window_closable():
 
 def test_result_rows_unwrap_elastic_sps_sink_records_only():
     row = {"auction": 1, "num": 2, "window_start": 0, "window_end": 10_000}
-    assert result_row({"id": "k@0", "value": row}) == row
-    assert result_row(row) == row
+    assert unwrap({"id": "k@0", "value": row}) == ("k@0", row)
+    assert unwrap(row) == (None, row)
 
 
 def test_a_changes_gap_and_spike_are_read_from_the_rows_after_it():

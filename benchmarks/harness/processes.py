@@ -1,0 +1,131 @@
+"""The processes a benchmark starts (the services, a peer engine's workers) and the CPU
+they spend, by role."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from elastic_sps.io.embedded import free_port
+
+__all__ = ["ROLES", "ServiceProcess", "cpu_seconds", "cpu_since", "free_port", "spawn"]
+
+# What each process is, from its command line (first match wins).
+ROLES: tuple[tuple[str, str], ...] = (
+    ("quix_nexmark.py", "quix-streams"),
+    ("bytewax", "bytewax"),
+    ("kafka.Kafka", "broker"),
+    ("redis-server", "redis"),
+    ("elastic_sps.services.ingress", "ingress"),
+    ("pyspark.daemon", "spark python workers"),
+    ("org.apache.spark", "spark driver JVM"),
+    ("elastic_sps.services.dataplane", "dataplane driver (Python)"),
+    ("quix_app.py", "quix-streams"),
+    ("plain_loop.py", "plain-kafka"),
+)
+
+
+def _processes() -> dict[int, tuple[int, float, str]]:
+    """Every process: pid -> (parent, CPU seconds (user + system), command line)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[int, float, str]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        procs[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+    return procs
+
+
+def cpu_seconds(roles: tuple[tuple[str, str], ...] = ROLES) -> dict[str, float]:
+    """CPU seconds so far of this benchmark's processes and their descendants (the broker,
+    redis-server, the services, Spark's JVM and workers, a peer's processes), by role
+    (``roles``; this process, the producer and the collectors, is "bench")."""
+    me = os.getpid()
+    procs = _processes()
+    out: dict[str, float] = {}
+    for pid, (_, cpu, cmd) in procs.items():
+        up = pid
+        while up not in (me, 0, 1) and up in procs:  # ours: descended from this process
+            up = procs[up][0]
+        if up != me:
+            continue
+        role = "bench" if pid == me else next((r for n, r in roles if n in cmd), "other")
+        out[role] = out.get(role, 0.0) + cpu
+    return out
+
+
+def cpu_since(before: dict[str, float]) -> dict[str, float]:
+    """CPU seconds by role spent since ``before`` (an earlier ``cpu_seconds()``)."""
+    return {k: v - before.get(k, 0.0) for k, v in cpu_seconds().items()}
+
+
+def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A peer engine's process, its output in a log file that outlives it (for a failed
+    run)."""
+    fd, _ = tempfile.mkstemp(prefix="sps-peer-", suffix=".log")
+    return subprocess.Popen(argv, env={**os.environ, **env}, stdout=fd, stderr=fd)
+
+
+class ServiceProcess:
+    def __init__(self, name: str, env: dict[str, str]) -> None:
+        self.name = name
+        self.port = free_port()
+        self.env = {**os.environ, **env, "SPS_WEB_PORT": str(self.port)}
+        self.log = Path(tempfile.mkstemp(prefix=f"sps-{name}-", suffix=".log")[1])
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ServiceProcess:
+        fh = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", f"elastic_sps.services.{self.name}"],
+            env=self.env,
+            stdout=fh,
+            stderr=fh,
+            start_new_session=True,
+        )
+        return self
+
+    def health(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
+            return r.read().decode()
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.log.read_text()[-2000:]}")
+            if self.health():
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.name} not healthy: {self.log.read_text()[-2000:]}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
