@@ -2,12 +2,10 @@
 
 faust-streaming 0.15 builds its worker consumer with ``fetch_max_wait_ms=1500``, fixed
 (``faust/transport/drivers/aiokafka.py``). A broker that answers a fetch only when that
-wait runs out, or on its own timer, delays every record by up to the wait: with the
-embedded Tansu broker one hop measured a median of 0.41 s (0.69 s at the 88th
-percentile) at 1,500 ms, 9 ms (19 ms) at 50 ms (``aiokafka`` consumer, 32 records sent
-0.3-0.5 s apart). The control
-loop crosses four faust hops (metrics -> monitor -> analyze -> plan -> execute), so the
-fixed wait alone put a plan ~1 s behind its interval. A real Kafka broker answers as soon
+wait runs out, or on its own timer, delays every record by up to the wait (the embedded
+Tansu broker does; its per-hop figures: docs/measurements.md). The control loop crosses
+four faust hops (metrics -> monitor -> analyze -> plan -> execute), so the fixed wait
+alone puts a plan about a second behind its interval. A real Kafka broker answers as soon
 as a record is there whatever the wait; a short wait costs it only more fetch requests
 from a handful of control-plane consumers.
 """

@@ -78,7 +78,7 @@ def _arm_sigterm_watchdog(service: str) -> None:
 
 def _data_dir(settings: ServiceSettings, name: str) -> str:
     """faust's data folder: faust's default is ``<app>-data`` in the working directory,
-    which left four folders in the user's project after every `demo`."""
+    which would leave a folder per faust app in the user's project after every `demo`."""
     if settings.state_dir:
         Path(settings.state_dir).mkdir(parents=True, exist_ok=True)  # faust makes one level
         return str(Path(settings.state_dir) / f"sps-{name}-data")
@@ -117,8 +117,8 @@ class ServiceApp:
             broker_heartbeat_interval=1.0,
             consumer_auto_offset_reset="earliest",
             producer_acks=-1,
-            # One record per batch: the embedded broker mis-handles multi-record batches
-            # (measured on the Tansu broker); control topics carry a few records/s.
+            # One record per batch: the embedded (Tansu) broker mis-handles multi-record
+            # batches; control topics carry a few records/s.
             producer_max_batch_size=1,
             producer_linger=0.0,
         )

@@ -37,8 +37,8 @@ from elastic_sps.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, PlanSettings
 
 # The default peak's ceiling: a pipeline whose measured costs are microseconds would
 # otherwise be replayed at hundreds of thousands of events/s, far past what the engine's
-# own per-event work allows (the twitter chain saturated at ~7,800 events/s end to end on
-# 2 cores, bench_dataplane.py); the built-in topologies' defaults (640, 2,560) are below.
+# own per-event work allows (calibrated on the twitter chain's end-to-end saturation,
+# bench_dataplane.py; see docs/measurements.md); the built-in topologies' defaults are below.
 MAX_DEFAULT_PEAK_EPS = 5000.0
 
 

@@ -83,13 +83,12 @@ def warmup_ticks(seconds: float, peak_eps: float) -> np.ndarray:
     ``peak_eps`` (the demo passes the lower of its peak and the default peak, so an
     overload run does not overload its warm-up).
 
-    The Python workers' first micro-batches take seconds, and for the first ~30 s of a run
-    Spark's driver JVM has bursts of 120-190 % CPU on 2 cores (``top``; a JVM's JIT warming
-    up, we believe) and batches take 1.0-1.4 s instead of ~0.9 s: a second of 50 events
-    warmed the workers only, and the trace's first spike then had twice the latency of its
-    second, alike one (static:8: 1.0-1.27 s against 0.50-0.68 s per interval). The
-    warm-up's events are counted and accounted for like the replay's; latency, resources
-    and rescales are taken over the replay's own intervals (``report.build``)."""
+    The Python workers' first micro-batches take seconds, and early in a run Spark's driver
+    JVM has bursts of CPU (its JIT warming up, we believe) that lengthen the batches: a
+    short warm-up warms the workers only, and the trace's first spike then has about twice
+    the latency of a later, alike one (figures: docs/measurements.md). The warm-up's events
+    are counted and accounted for like the replay's; latency, resources and rescales are
+    taken over the replay's own intervals (``report.build``)."""
     ticks = max(10, round(seconds * 10))
     return np.full(ticks, max(5.0, 0.25 * peak_eps * 0.1))
 

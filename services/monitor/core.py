@@ -3,7 +3,7 @@
 An interval closes as soon as the ingress's count of it arrives (the ingress publishes
 interval t's arrivals only once t is over plus a 0.25 s grace, so λ_G(t) is complete, and
 the dataplane's records of t, sent during t, are in), or its end plus a grace period has
-passed. Waiting for the count of t+1 instead, as before, put every plan one interval
+passed. Waiting for the count of t+1 instead would put every plan one interval
 later. An operator that sent nothing is reported ``silent``; a record for an
 already closed interval is counted as late and folded into the next open one.
 """
@@ -62,7 +62,8 @@ class IntervalAggregator:
         self.last_active = {op.name: max(1, op.min_replicas) for op in topology.operators}
         # ... and its queues: a queue is a level, reported with a replica's micro-batch.
         # A batch longer than td leaves intervals with no report; counting them as an
-        # empty queue made PA-SPS's Eq. 2 jump 8 -> 2 -> 8 every other interval live.
+        # empty queue makes PA-SPS's Eq. 2 swing between a large and a small pool every
+        # other interval (seen live; docs/measurements.md).
         self.last_queued: dict[str, dict[int, float]] = {n: {} for n in topology.names}
         self.late_total = 0
         self.unknown_operator = 0
@@ -178,8 +179,8 @@ class Closer:
 
     The monitor asks on every record and on a timer; sending a closed interval awaits
     the producer, and a second ``flush`` that ran meanwhile computed the same due list
-    and closed those intervals first: the first one then closed an interval that was no
-    longer next, a bug that crashed the monitor in a live run. One lock around the whole
+    and closed those intervals first: the first one then closes an interval that is no
+    longer next, and the monitor crashes. One lock around the whole
     close-and-send keeps each interval's record sent once and in order."""
 
     def __init__(

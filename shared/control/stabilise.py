@@ -218,12 +218,9 @@ class Stabiliser:
         return want, ""
 
 
-# The preset benchmarks/bench_stabiliser.py measured (td = 1 s): a 3-interval window
-# that follows a steady fall, a margin of 0.35 replica, no scale-in while a backlog is
-# caught up, a scale-up tolerance of 0.35 replica or 0.25 x count, a scale-down
-# tolerance of 0.15 x count. Chosen on the simulator (docs/measurements.md, "No flapping"): at least
-# 50 % fewer rescales than PA-SPS (lr) on all three traces and on the live run's
-# forecast, for at most 0.05 of saved resources.
+# The preset benchmarks/bench_stabiliser.py chose on the simulator (td = 1 s): far fewer
+# rescales than PA-SPS (lr) on the three traces and the live run's forecast, for little
+# of the saved resources (docs/measurements.md, "No flapping").
 CALM = Stabilisation(
     scale_down_window_intervals=3,
     scale_down_margin=0.35,

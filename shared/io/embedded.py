@@ -52,8 +52,8 @@ def free_port() -> int:
 
     Not ``bind(0)``: that number comes from the kernel's ephemeral range, and the kernel
     may give it again to another ``bind(0)`` before our process binds it (Spark's
-    accumulator server took a dataplane's web port that way, and the dataplane crashed
-    with "Address already in use"). A port outside that range is never handed out by
+    accumulator server can take a dataplane's web port that way: "Address already in
+    use"). A port outside that range is never handed out by
     the kernel; a random one makes two processes choosing at once unlikely to meet."""
     low, high = _ephemeral_range()
     pool = range(_LOWEST_PORT, low) if low - _LOWEST_PORT >= 1000 else range(high + 1, 65536)
@@ -63,7 +63,7 @@ def free_port() -> int:
         if port not in _HANDED_OUT and port_free(port):
             _HANDED_OUT.add(port)
             return port
-    with socket.socket() as s:  # a crowded machine: the kernel's choice, as before
+    with socket.socket() as s:  # a crowded machine: the kernel's choice after all
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

@@ -204,9 +204,9 @@ def run(kind: str, setup: Setup, stream: Stream, seed: int, chunk: int | None = 
     (sketches, Δ replies) reach it between chunks. LAS therefore takes one tuple at a
     time by default, so that each message arrives when it is due, as in the paper's
     simulator: delivered every 32 tuples (about 100 ms at §5.1's rates, 16 τ), the Δ
-    replies left Ĉ carrying its (1 + ε) over-charge and its estimate errors for that long,
-    and LAS dropped 1.55 × what Full Knowledge drops at 0 % under-provisioning (1.05 ×
-    tuple by tuple). The other shedders receive no messages, so 32 changes nothing."""
+    replies leave Ĉ carrying its (1 + ε) over-charge and its estimate errors for that
+    long, and LAS drops far more than Full Knowledge (figures: docs/measurements.md). The
+    other shedders receive no messages, so 32 changes nothing."""
     shedder = build_shedder(kind, setup, stream, seed)
     if chunk is None:
         chunk = 1 if isinstance(shedder, LasShedder) else 32

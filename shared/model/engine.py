@@ -37,20 +37,14 @@ class EngineModel:
     keyed_move_s_per_byte: float = 0.0
 
 
-# Calibrated on this machine kind from dedicated runs (docs/measurements.md, "The live
-# system beside its forecast"; the hop: docs/2026-11-24-speed.md), which are therefore
-# in sample for any comparison made on them: the per-hop time from static:8 on
-# twitter_remote at 50 % load on a flat trace
-# ((0.135 s mean end to end - 27.5 ms of et) / 4 hops = 0.027 s, two runs 2026-11-24,
-# after the dataplane's reads stopped waiting out their timeouts; 0.125 s before, from
-# 0.527 s); the share of 1/et a replica delivers from bench_capacity.py (0.82-0.86 for
-# r = 1-8); when a live plan takes effect after the end of the interval it saw from the
-# rescale timelines (median 0.44-0.48 s). `compare --live` is judged on other topologies
-# and traces (the CPU-bound twitter topology, nyc_taxi). The forecast
+# Calibrated on this machine kind from dedicated runs, so in sample for any comparison
+# made on them (`compare --live` is judged on other topologies and traces): the per-hop
+# time on twitter_remote at a flat 50 % load, the share of 1/et a replica delivers
+# (bench_capacity.py), when a live plan takes effect after the interval it saw (the
+# rescale timelines), and a keyed operator's move, the extra wait of its moved partitions
+# (bench_state.py; no state is copied, so no cost per byte). The figures:
+# docs/measurements.md, "Figures moved out of code comments". The forecast
 # (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
-# A keyed operator's move: its moved partitions waited a median 0.011 s longer than its
-# unmoved ones across the same batch boundaries (benchmarks/bench_state.py, 100,000 keys,
-# 2026-11-25: 255 against 244 ms); no state is copied, so no cost per byte.
 LIVE_ENGINE = EngineModel(hop_s=0.027, efficiency=0.85, plan_delay=0.5, keyed_move_s=0.011)
 
 

@@ -1,14 +1,7 @@
 """A replica is a unit of capacity, against the real broker, redis-server and Spark:
-
-* with ``wait`` cost (each event occupies its replica 5 ms), 4 active replicas of one
-  operator process at least 3× what 1 does in the same time;
-* with real pure-Python CPU work (``tests/support/cpu_work.py``, ~2 ms an event), 2
-  replicas process at least 1.3× what 1 does where the machine has two cores. Replicas
-  sharing one Python process (threads under the GIL) would do no more than one; in their
-  own Spark tasks (processes) they approach 2× (``bench_cpu_replicas.py``: 1.7-1.9× on
-  this 2-core machine kind). 1.3 tells the two mechanisms apart with room for a busy
-  machine.
-"""
+four active replicas of a waiting operator process at least three times what one does;
+an operator doing real CPU work is measured CPU-bound at start, and the plan gives it no
+more replicas than the machine has cores."""
 
 from __future__ import annotations
 
@@ -20,6 +13,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.engine]
 
 
 def test_four_replicas_process_at_least_three_times_one(kafka_bootstrap, redis_url, tmp_path):
+    """``wait`` cost (each event occupies its replica 5 ms, no CPU): 4 s of capacity at
+    1 and at 4 active replicas of a pool of 8; four give at least 3x the events/s of one
+    (replicas that wait overlap, whatever the cores)."""
     with capacity_rig(kafka_bootstrap, redis_url, tmp_path, et_ms=5.0, pool=8) as rig:
         one = rig.measure(1, seconds=4)
         four = rig.measure(4, seconds=4)
@@ -29,6 +25,10 @@ def test_four_replicas_process_at_least_three_times_one(kafka_bootstrap, redis_u
 def test_a_cpu_bound_operator_gets_no_more_replicas_than_the_cores(
     kafka_bootstrap, redis_url, tmp_path
 ):
+    """A user function doing pure-Python CPU work (``cpu_work.burn``, its cost left out
+    of the topology): two replicas serve it; the dataplane's cost measurement at start
+    finds it CPU-bound (CPU share >= 0.5); a plan for 8 replicas of it on 2 cores gives
+    it 2, limited by ``cores``."""
     import redis
 
     from elastic_sps.control.plan import make_plan
