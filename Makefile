@@ -119,16 +119,31 @@ $(PEERS_VENV)/.stamp:
 
 peers-venv: $(PEERS_VENV)/.stamp ## quix-streams and Bytewax in their own venv (quix pins an older confluent-kafka), for bench_peers and bench_nexmark
 
-bench: install peers-venv ## the benchmarks whose figures are in the README
+bench: install peers-venv ## every benchmark whose figures the README and docs/ cite, with the flags they cite (hours: most start their own broker, redis-server and Spark)
 	PYTHONPATH=. $(PY) benchmarks/bench_simulator.py
 	PYTHONPATH=. $(PY) benchmarks/bench_simulator_dag.py
 	PYTHONPATH=. $(PY) benchmarks/bench_las.py
+	PYTHONPATH=. $(PY) benchmarks/bench_shedding_sim.py
+	PYTHONPATH=. $(PY) benchmarks/bench_stabiliser.py
+	PYTHONPATH=. $(PY) benchmarks/bench_bandit.py
+	PYTHONPATH=. $(PY) benchmarks/bench_control.py
+	PYTHONPATH=. $(PY) benchmarks/bench_control.py --group dominance
+	PYTHONPATH=. $(PY) benchmarks/bench_control.py --group rescales
 	PYTHONPATH=. $(PY) benchmarks/bench_mape_latency.py
-	PYTHONPATH=. $(PY) benchmarks/bench_dataplane.py
-	PYTHONPATH=. $(PY) benchmarks/bench_ingress.py
-	PYTHONPATH=. $(PY) benchmarks/bench_capacity.py
-	PYTHONPATH=. $(PY) benchmarks/bench_faults.py
-	PYTHONPATH=. $(PY) benchmarks/bench_peers.py
+	PYTHONPATH=. $(PY) benchmarks/bench_dataplane.py --events 30000
+	PYTHONPATH=. $(PY) benchmarks/bench_ingress.py --events 100000
+	PYTHONPATH=. $(PY) benchmarks/bench_capacity.py --seconds 4
+	PYTHONPATH=. $(PY) benchmarks/bench_cpu_replicas.py --json
+	PYTHONPATH=. $(PY) benchmarks/bench_state.py --json
+	PYTHONPATH=. $(PY) benchmarks/bench_faults.py --duration 30 --json
+	PYTHONPATH=. $(PY) benchmarks/bench_faults.py --stateful --faults kill:worker,kill:dataplane,redis --json
+	PYTHONPATH=. $(PY) benchmarks/bench_shedding_goal.py --tau-ms 2500 --topology twitter_remote --runs 1 --peak-rate 3000
+	PYTHONPATH=. $(PY) benchmarks/bench_peers.py --runs 3 --json
+	PYTHONPATH=. $(PY) benchmarks/bench_hops.py --rate 3000 --runs 3
+	PYTHONPATH=. $(PY) benchmarks/bench_nexmark.py --runs 3 --queries q5,q7 --events 15000 --seconds 20 --warm-seconds 5 --json
+	PYTHONPATH=. $(PY) benchmarks/bench_nexmark_resize.py --json
+	PYTHONPATH=. $(PY) benchmarks/nexmark_live.py --json
+	PYTHONPATH=. $(PY) benchmarks/nexmark_elastic.py --query q7 --peak-rate 3000 --json
 
 clean: ## remove the venv and run outputs
 	rm -rf $(VENV) $(PEERS_VENV) runs .pytest_cache .mypy_cache .ruff_cache
