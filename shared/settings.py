@@ -223,6 +223,12 @@ class IngressSettings(ServiceSettings):
 
 
 class DataplaneSettings(ServiceSettings):
+    lease_s: float = _f(
+        3.0,
+        "A dataplane process runs the queries while it holds this lease, renewed every "
+        "third of it; a standby process takes over once it lapses.",
+        gt=0,
+    )
     spark_master: str = _f(
         "auto",
         "auto (local[operators x tasks per query]), local[...], spark://..., k8s://...",

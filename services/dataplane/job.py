@@ -1,4 +1,5 @@
-"""The Spark application: one streaming query per operator of the topology."""
+"""The Spark application: one streaming query serving every operator of the topology,
+run by the process that holds the dataplane lease (``lease.py``)."""
 
 from __future__ import annotations
 
@@ -264,8 +265,9 @@ def operator_failure(text: str) -> str:
 
 
 def serve_observability(
-    settings: DataplaneSettings, topo: Any, queries: Callable[[], list[Any]]
+    settings: DataplaneSettings, topo: Any, queries: Callable[[], list[Any]], lease: Any
 ) -> None:
+    """/metrics and /health; a standby (not holding ``lease``) is healthy as such."""
     from elastic_sps.io.embedded import free_port
     from elastic_sps.io.redis_client import redis_client
 
@@ -273,12 +275,20 @@ def serve_observability(
     registry = CollectorRegistry()
     registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
     port = settings.web_port or free_port()
-    serve("dataplane", settings.web_host, port, registry, lambda: health(r, queries))
+
+    def state() -> tuple[bool, dict[str, Any]]:
+        if not lease.held:
+            return True, {"service": "dataplane", "status": "standby"}
+        return health(r, queries)
+
+    serve("dataplane", settings.web_host, port, registry, state)
 
 
 def run(settings: DataplaneSettings) -> None:
     from elastic_sps.io.durability import NotDurableError
+    from elastic_sps.io.redis_client import redis_client
     from elastic_sps.pipeline.operators import OperatorLoadError
+    from elastic_sps.services.dataplane.lease import Lease, lost
 
     configure_logging("dataplane")
     try:
@@ -290,12 +300,18 @@ def run(settings: DataplaneSettings) -> None:
     create_topics(settings, topo)
     spark = spark_session(settings, spark_master(settings, topo), topo)
     spark.sparkContext.setLogLevel("WARN")
-    queries = start_queries(spark, settings, topo)
+    r = redis_client(settings.redis_url)
+    lease = Lease(r, Keys(settings.key_prefix).dataplane_lease, settings.lease_s)
+    queries: list[Any] = []
+    serve_observability(settings, topo, lambda: queries, lease)
+    lease.acquire()  # a standby waits here, warm, until the holder's lease lapses
+    lease.keep(lost)
+    queries.extend(start_queries(spark, settings, topo))
     log.info("%d queries running for %s", len(queries), topo.name)
-    serve_observability(settings, topo, lambda: queries)
     try:
         watch(spark, settings, topo, queries)
     finally:
         for q in queries:
             q.stop()
+        lease.release()
         spark.stop()

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.services.dataplane.handover import KeyedMoves
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.worker import WORKER
@@ -94,12 +95,15 @@ def feed_window(
     starts: dict[int, int],
     deadline: float,
     stop: Callable[[], bool] = lambda: False,
+    moves: KeyedMoves | None = None,
 ) -> None:
     """Read the live slots' partitions from ``starts`` until ``deadline``, or until
     ``stop`` says the epoch must end, handing each record to its slot with its arrival
-    time; always ends every feed."""
+    time; between reads ``moves`` may hand partitions to other replicas (it reroutes
+    ``feeds``). Always ends every feed."""
     consumer = consumer_for(o, topic)
     asked = time.monotonic()
+    ended = {id(q): q for q in feeds.values()}
     try:
         if feeds:
             consumer.assign([TopicPartition(topic, j, at) for j, at in starts.items()])
@@ -108,6 +112,9 @@ def feed_window(
                 asked = time.monotonic()
                 if stop():
                     break
+                if moves is not None:
+                    moves(feeds)
+                    ended.update({id(q): q for q in feeds.values()})
             for msg in take_ready(consumer, 1000, min(0.05, left)):
                 err = msg.error()
                 if err is not None:
@@ -118,5 +125,5 @@ def feed_window(
     finally:
         if feeds:
             consumer.unassign()
-        for q in feeds.values():
+        for q in ended.values():
             q.put(WINDOW_END)

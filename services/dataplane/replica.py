@@ -25,6 +25,7 @@ from typing import Any
 from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.knowledge_base import active_count
 from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.handover import Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import TaskSpan, publish
 from elastic_sps.services.dataplane.reading import (
@@ -34,7 +35,7 @@ from elastic_sps.services.dataplane.reading import (
     warm_consumers,
 )
 from elastic_sps.services.dataplane.slots import Slot, SlotRow
-from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
+from elastic_sps.services.dataplane.steps import Occupancy, SlotResult, SlotRun
 from elastic_sps.services.dataplane.worker import WORKER, threads
 
 
@@ -56,57 +57,119 @@ class Epoch:
         return max(0.0, min(until, self.deadline) - now)
 
 
+class Replica:
+    """One replica's thread in a task: its partitions' slots on one clock (a keyed
+    operator's replica serves several partitions), and the partitions handed to or
+    taken from it inside the epoch (``handover``)."""
+
+    def __init__(self, g: GroupRun, replica_id: int) -> None:
+        self.g, self.id = g, replica_id
+        self.clock = Occupancy(g.cost_mode, g.op.et_s)
+        self.runs: dict[int, SlotRun] = {}
+        self.waiting: dict[int, tuple[HandOver, list[tuple[Any, float]]]] = {}
+        self.deadline = 0.0  # the epoch's (monotonic)
+
+    def add(self, slot: Slot) -> SlotRun:
+        run = SlotRun(self.g, slot)
+        run.clock = self.clock
+        self.runs[slot.replica] = run
+        return run
+
+    def serve_planned(self, slots: list[Slot], records: dict[int, list[Any]]) -> None:
+        """Each planned offset range [start, end) (offsets can skip, markers: a slot is
+        done up to ``end`` whatever its last record's offset), the partitions' records
+        in produce-time order across partitions, each's in offset order."""
+        for s in slots:
+            self.add(s).prefetch(records[s.replica])
+        for msg in heapq.merge(*(records[s.replica] for s in slots), key=_produced_at):
+            self.runs[msg.partition() or 0].handle(msg)
+        for s in slots:
+            run = self.runs[s.replica]
+            run.res.next_offset = max(run.res.next_offset, s.end)
+
+    def serve_feed(self, feed: SimpleQueue, epoch: Epoch) -> None:
+        """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint
+        when one is due, whether or not anything arrived."""
+        self.deadline = epoch.deadline
+        while (chunk := _take(feed, epoch)) is not None:
+            self.take_in(chunk)
+            self.adopt_released()
+            now = time.monotonic()
+            if epoch.due(now):
+                checkpoint(self.g, list(self.runs.values()))
+                epoch.last = now
+
+    def take_in(self, chunk: list[Any]) -> None:
+        by_partition: dict[int, list[Any]] = {}
+        for item in chunk:
+            if isinstance(item, tuple) and (j := item[0].partition() or 0) in self.runs:
+                by_partition.setdefault(j, []).append(item[0])
+        for j, msgs in by_partition.items():
+            self.runs[j].prefetch(msgs)
+        for item in chunk:
+            if isinstance(item, Release):
+                self.release(item.move)
+            elif isinstance(item, Acquire):
+                self.waiting[item.move.partition] = (item.move, [])
+            elif isinstance(item, tuple):
+                msg, arrived = item
+                j = msg.partition() or 0
+                if j in self.waiting:
+                    self.waiting[j][1].append(item)
+                    continue
+                self.clock.arrive(arrived)
+                self.runs[j].handle(msg)
+
+    def release(self, move: HandOver) -> None:
+        """A partition leaves: what was handed to it so far committed, then freed. One
+        that moves again before it arrived here (two counts in one epoch) is adopted
+        first; if its earlier owner does not free it before the epoch's end, it stays
+        there, and the next task starts from that owner's commit."""
+        if move.partition in self.waiting:
+            earlier = self.waiting[move.partition][0]
+            if not earlier.done.wait(timeout=max(0.0, self.deadline - time.monotonic())):
+                return
+            self.adopt_released()
+        run = self.runs.pop(move.partition)
+        res = run.finish()
+        self.g.producer.flush()
+        publish(self.g, [res])
+        move.released(res.next_offset)
+
+    def adopt_released(self) -> None:
+        """Partitions whose old owner has committed: start each where it stopped."""
+        for j, (move, held) in list(self.waiting.items()):
+            if not move.done.is_set():
+                continue
+            del self.waiting[j]
+            run = self.add(Slot(j, move.next_offset, move.next_offset, owner=self.id))
+            run.prefetch([msg for msg, _ in held])
+            for msg, arrived in held:
+                self.clock.arrive(arrived)
+                run.handle(msg)
+
+    def finish(self) -> list[SlotResult]:
+        """Partitions still waiting when the epoch ends are not this task's: their old
+        owner commits them and the next task reads on from there."""
+        return [run.finish() for run in self.runs.values()]
+
+
 def serve_replica(
     g: GroupRun,
+    replica_id: int,
     slots: list[Slot],
     records: dict[int, list[Any]],
     feed: SimpleQueue | None = None,
     epoch: Epoch | None = None,
 ) -> list[SlotResult]:
-    """One replica's slots (a keyed operator's replica serves several partitions, one
-    clock): each planned offset range [start, end) (offsets can skip, markers: a slot is
-    done up to ``end`` whatever its last record's offset), then, with an epoch, what
-    arrives on ``feed`` until its deadline (a drain has none), with checkpoints: an event
-    taken after the deadline is left for the next task, so each slot's progress stays
-    contiguous."""
-    runs = {s.replica: SlotRun(g, s) for s in slots}
-    clock = runs[slots[0].replica].clock
-    for s in slots:
-        runs[s.replica].clock = clock
-        runs[s.replica].prefetch(records[s.replica])
-    # the partitions' planned records in produce-time order across partitions, each
-    # partition's in offset order (heapq.merge compares heads only)
-    planned = heapq.merge(*(records[s.replica] for s in slots), key=_produced_at)
-    for msg in planned:
-        runs[msg.partition() or 0].handle(msg)
-    for s in slots:
-        run = runs[s.replica]
-        run.res.next_offset = max(run.res.next_offset, s.end)
+    """One replica's planned ranges, then, with an epoch, what arrives on ``feed`` until
+    its deadline (a drain has none): an event taken after the deadline is left for the
+    next task, so each slot's progress stays contiguous."""
+    replica = Replica(g, replica_id)
+    replica.serve_planned(slots, records)
     if feed is not None and epoch is not None:
-        serve_feed(g, runs, feed, epoch)
-    return [run.finish() for run in runs.values()]
-
-
-def serve_feed(g: GroupRun, runs: dict[int, SlotRun], feed: SimpleQueue, epoch: Epoch) -> None:
-    """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint when
-    one is due, whether or not anything arrived."""
-    clock = next(iter(runs.values())).clock
-    while True:
-        chunk = _take(feed, epoch)
-        if chunk is None:
-            return
-        by_partition: dict[int, list[Any]] = {}
-        for msg, _ in chunk:
-            by_partition.setdefault(msg.partition() or 0, []).append(msg)
-        for j, msgs in by_partition.items():
-            runs[j].prefetch(msgs)
-        for msg, arrived in chunk:
-            clock.arrive(arrived)
-            runs[msg.partition() or 0].handle(msg)
-        now = time.monotonic()
-        if epoch.due(now):
-            checkpoint(g, list(runs.values()))
-            epoch.last = now
+        replica.serve_feed(feed, epoch)
+    return replica.finish()
 
 
 def checkpoint(g: GroupRun, runs: list[SlotRun]) -> None:
@@ -194,29 +257,34 @@ def run_windowed(
     records: dict[int, list[Any]],
     deadline: float,
     stop: Callable[[], bool],
+    moves_in_task: bool = False,
 ) -> list[SlotResult]:
     """Every replica in its own thread; the live ones go on with what upstream produces
     until ``deadline`` (or ``stop``), so an event crosses several operators within one
-    task."""
-    replicas = by_replica(slots)
-    queues: dict[int, SimpleQueue] = {
-        r[0].replica_id: SimpleQueue() for r in replicas if not r[0].drain
-    }
-    feeds = {s.replica: queues[s.replica_id] for s in slots if not s.drain}
+    task. ``moves_in_task``: this task serves every partition of a keyed operator, so
+    a new count is handed over inside it (``handover``)."""
     every = g.o.settings.checkpoint_s
-    futures = [
-        threads().submit(
-            serve_replica,
-            g,
-            r,
-            records,
-            queues.get(r[0].replica_id),
-            Epoch(deadline, every),
-        )
-        for r in replicas
-    ]
+    queues: dict[int, SimpleQueue] = {}
+    futures = []
+
+    def start(replica_id: int, own: list[Slot]) -> SimpleQueue | None:
+        feed = None if own and own[0].drain else queues.setdefault(replica_id, SimpleQueue())
+        args = (g, replica_id, own, records, feed, Epoch(deadline, every))
+        futures.append(threads().submit(serve_replica, *args))
+        return feed
+
+    for r in by_replica(slots):
+        start(r[0].replica_id, r)
+    feeds = {s.replica: queues[s.replica_id] for s in slots if not s.drain}
     starts = {s.replica: s.end for s in slots if not s.drain}
-    feed_window(g.o, g.topic, feeds, starts, deadline, stop)
+
+    def spawn(replica_id: int) -> SimpleQueue:
+        feed = start(replica_id, [])
+        assert feed is not None
+        return feed
+
+    moves = KeyedMoves(g, g.active, queues, spawn) if moves_in_task else None
+    feed_window(g.o, g.topic, feeds, starts, deadline, stop, moves)
     return [res for f in futures for res in f.result()]
 
 
@@ -227,10 +295,12 @@ def run_group(
     active: int,
     serve_s: float = 0,
     keyed_active: Mapping[str, int] | None = None,
+    moves_in_task: bool = False,
 ) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
-    task window when the driver did not say); ``keyed_active``: the keyed operators'
-    counts the epoch was planned with (a change ends it)."""
+    task window when the driver did not say); ``keyed_active``: the counts the epoch
+    was planned with of the keyed operators whose moves need new tasks (a change ends
+    it); ``moves_in_task``: this operator's moves are handed over inside this task."""
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
@@ -240,10 +310,11 @@ def run_group(
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})
-        results = run_windowed(g, slots, records, began + max(window, serve_s), stop)
+        deadline = began + max(window, serve_s)
+        results = run_windowed(g, slots, records, deadline, stop, moves_in_task)
     else:
         replicas = by_replica(slots)
-        served = threads().map(lambda r: serve_replica(g, r, records), replicas)
+        served = threads().map(lambda r: serve_replica(g, r[0].replica_id, r, records), replicas)
         results = [res for group in served for res in group]
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
     publish(g, results, TaskSpan(began_at, time.time(), backlog))

@@ -48,11 +48,14 @@ class SlotGroup(InputPartition):
         active: int,
         serve_s: float = 0.0,
         keyed_active: dict[str, int] | None = None,
+        moves_in_task: bool = False,
     ) -> None:
         self.operator, self.slots, self.active = operator, slots, active
         self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
         # the keyed operators' counts the epoch is planned with: a change ends the epoch
         self.keyed_active = keyed_active or {}
+        # a keyed operator whose partitions are all in this task hands moves over inside it
+        self.moves_in_task = moves_in_task
 
 
 @dataclass(frozen=True)
@@ -229,17 +232,28 @@ class OperatorReader(DataSourceStreamReader):
         }
         serve_s = self._serve_seconds(planned)
         tasks: list[InputPartition] = []
-        keyed = {op: active[op] for op in self.operators if self._topology()[op].stateful}
+        grouped = {op: self._groups(op, slots) for op, slots in planned.items()}
+        # a keyed operator spread over several tasks moves its partitions at a new task
+        spread = {
+            op: active[op]
+            for op, groups in grouped.items()
+            if self._topology()[op].stateful and len(groups) > 1
+        }
         kb = self._kb()
         pipe = self._redis().pipeline(transaction=False)
         for op, slots in planned.items():
-            groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
-            if len(self.operators) > 1:  # an idle operator plans no task in a shared query
-                groups = [g for g in groups if g]
-            tasks.extend(SlotGroup(op, g, active[op], serve_s, keyed) for g in groups)
+            groups = grouped[op]
+            in_task = self._topology()[op].stateful and len(groups) == 1
+            tasks.extend(SlotGroup(op, g, active[op], serve_s, spread, in_task) for g in groups)
             kb.log_batch(pipe, op, self._log_entry(slots, active[op], len(groups), serve_s))
         pipe.execute()
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
+
+    def _groups(self, op: str, slots: list[Slot]) -> list[tuple[Slot, ...]]:
+        groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
+        if len(self.operators) > 1:  # an idle operator plans no task in a shared query
+            groups = [g for g in groups if g]
+        return groups
 
     @staticmethod
     def _log_entry(slots: list[Slot], active: int, tasks: int, serve_s: float) -> dict:
@@ -342,4 +356,5 @@ class OperatorReader(DataSourceStreamReader):
             partition.active,
             partition.serve_s,
             partition.keyed_active,
+            partition.moves_in_task,
         )

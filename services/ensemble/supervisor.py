@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from elastic_sps.model.topology import Topology
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
+STANDBY = "dataplane-standby"  # a second dataplane process (LocalSettings.dataplane_standby)
 
 
 log = logging.getLogger("sps.supervisor")
@@ -73,8 +74,9 @@ class Ensemble:
 
     def _spawn(self, name: str, port: int | None, log_path: Path) -> subprocess.Popen[bytes]:
         env = {**self.env, **({"SPS_WEB_PORT": str(port)} if port else {})}
+        module = "dataplane" if name == STANDBY else name
         return subprocess.Popen(
-            self.commands.get(name, [sys.executable, "-m", f"elastic_sps.services.{name}"]),
+            self.commands.get(name, [sys.executable, "-m", f"elastic_sps.services.{module}"]),
             env=env,
             stdout=log_path.open("ab"),
             stderr=subprocess.STDOUT,
@@ -245,6 +247,8 @@ def up(
         for name in SERVICES:
             ens.start(name)
         ens.wait_healthy()
+        if LocalSettings().dataplane_standby and "dataplane" not in (replace or {}):
+            ens.start(STANDBY)  # after the first holds the lease: it stands by, warming up
         if with_prometheus:
             from elastic_sps.services.ensemble.prometheus import prometheus
 

@@ -65,6 +65,11 @@ class Keys:
     def et_ms(self, op: str) -> str:
         return f"{self.prefix}:op:{op}:et_ms"
 
+    @property
+    def dataplane_lease(self) -> str:
+        """Which dataplane process runs the queries (``services/dataplane/lease.py``)."""
+        return f"{self.prefix}:dp:lease"
+
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"

@@ -24,6 +24,11 @@ class LocalSettings(BaseSettings):
     log_format: Literal["text", "json"] = described(
         "text", "Log lines as plain text, or one JSON object a line (for a log collector)."
     )
+    dataplane_standby: bool = described(
+        False,
+        "`up` and `demo` start a second dataplane process that stands by, warm, and takes "
+        "over the queries when the first one dies (``SPS_LEASE_S`` after it).",
+    )
     embedded_broker: Literal["kafka", "tansu"] = described(
         "kafka", "The broker `up`, `demo` and the tests start when none is given: Apache Kafka."
     )

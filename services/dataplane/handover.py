@@ -1,0 +1,90 @@
+"""A keyed operator's partitions change owner inside a running task (Megaphone's idea):
+the task's reader, which hands each partition's records to its owner's thread, learns
+the new count, puts a ``Release`` in the old owner's feed and an ``Acquire`` in the new
+owner's, and sends the partition's later records to the new owner. The old owner
+serves what it was handed before the ``Release``, commits the partition's state with
+that offset and says where it stopped; the new owner holds the partition's records until
+then and starts exactly there. Only the moving partitions pause; per-partition order and
+the once-per-event check hold, since the offset and state pass through one commit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from queue import SimpleQueue
+
+from elastic_sps.io.knowledge_base import active_count
+from elastic_sps.io.rescale_timeline import record_effect
+from elastic_sps.model.keyed import owner
+from elastic_sps.services.dataplane.group import GroupRun
+
+WAKE = object()  # a feed item that only wakes its replica (a partition it waits for is free)
+
+
+@dataclass
+class HandOver:
+    """One partition moving to ``owner``; ``next_offset`` is where the old owner
+    stopped, set before ``done``."""
+
+    partition: int
+    owner: int
+    to: SimpleQueue  # the new owner's feed: woken once the partition is free
+    done: threading.Event = field(default_factory=threading.Event)
+    next_offset: int = 0
+
+    def released(self, next_offset: int) -> None:
+        self.next_offset = next_offset
+        self.done.set()
+        self.to.put(WAKE)
+
+
+@dataclass(frozen=True)
+class Release:
+    move: HandOver
+
+
+@dataclass(frozen=True)
+class Acquire:
+    move: HandOver
+
+
+class KeyedMoves:
+    """The reader's side: called between reads with the partition -> feed routing; on
+    a new count it reroutes every moving partition (``spawn`` starts the thread of a
+    replica this task does not run yet) and records when the change took effect."""
+
+    def __init__(
+        self,
+        g: GroupRun,
+        active: int,
+        queues: dict[int, SimpleQueue],
+        spawn: Callable[[int], SimpleQueue],
+    ) -> None:
+        self.g, self.active, self.queues, self.spawn = g, active, queues, spawn
+
+    def count(self) -> int:
+        g = self.g
+        raw = g.r.get(g.keys.active(g.operator))
+        return active_count(raw, g.op.min_replicas, g.op.max_replicas)
+
+    def __call__(self, feeds: dict[int, SimpleQueue]) -> None:
+        if self.g.o.settings.fixed_replicas:
+            return
+        count = self.count()
+        if count == self.active:
+            return
+        pool = int(self.g.op.max_replicas)
+        for j in sorted(feeds):
+            new = owner(j, pool, count)
+            if owner(j, pool, self.active) == new:
+                continue
+            if new not in self.queues:
+                self.queues[new] = self.spawn(new)
+            move = HandOver(j, new, self.queues[new])
+            feeds[j].put(Release(move))
+            self.queues[new].put(Acquire(move))
+            feeds[j] = self.queues[new]
+        self.active = self.g.active = count
+        record_effect(self.g.r, self.g.keys, self.g.operator, count, time.time())

@@ -1,0 +1,106 @@
+"""Which dataplane process runs the queries: the holder of a Redis key set with a TTL
+and renewed by its holder. A second dataplane process (a warm standby: its topology,
+operators and Spark session ready) waits for the key to lapse, which it does when the
+holder dies, and takes it; a holder that finds the key no longer its own exits at once,
+so two drivers never run one checkpoint. A renewal that cannot reach Redis is not a loss:
+the holder keeps running and renews when Redis answers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("sps.dataplane")
+
+# renew only while the key is still ours; 1: renewed, 0: someone else's (or lapsed)
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class Lease:
+    def __init__(self, redis: Any, key: str, ttl_s: float) -> None:
+        self.redis, self.key, self.ttl_ms = redis, key, max(1, int(ttl_s * 1000))
+        self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.held = False
+        self._renew = redis.register_script(_RENEW)
+
+    def try_acquire(self) -> bool:
+        if not self.held:
+            self.held = bool(self.redis.set(self.key, self.me, nx=True, px=self.ttl_ms))
+        return self.held
+
+    def acquire(self, poll_s: float = 0.2) -> None:
+        """Block until this process holds the lease."""
+        waited = False
+        while not self._attempt():
+            if not waited:
+                log.info("standing by: another dataplane process holds %s", self.key)
+                waited = True
+            time.sleep(poll_s)
+        if waited:
+            log.warning("taking over: the lease %s lapsed", self.key)
+
+    def _attempt(self) -> bool:
+        try:
+            return self.try_acquire()
+        except Exception as exc:  # Redis away: stand by until it answers
+            log.warning("lease %s: %s", self.key, exc)
+            return False
+
+    def renew(self) -> bool | None:
+        """True: renewed; False: lost (another process holds it, or it lapsed);
+        None: Redis did not answer."""
+        try:
+            return int(self._renew(keys=[self.key], args=[self.me, self.ttl_ms])) == 1
+        except Exception as exc:  # Redis away: not a loss
+            log.warning("lease %s not renewed: %s", self.key, exc)
+            return None
+
+    def release(self) -> None:
+        """A clean stop hands over at once: the key goes if it is still ours."""
+        if self.held:
+            try:
+                self.redis.eval(_RELEASE, 1, self.key, self.me)
+            except Exception as exc:  # Redis away: the key lapses on its own
+                log.warning("lease %s not released: %s", self.key, exc)
+        self.held = False
+
+    def keep(self, on_lost: Callable[[], None]) -> threading.Thread:
+        """Renew every third of the TTL in a daemon thread; ``on_lost`` when lost."""
+
+        def loop() -> None:
+            while True:
+                time.sleep(self.ttl_ms / 3000)
+                if self.renew() is False:
+                    self.held = False
+                    on_lost()
+                    return
+
+        thread = threading.Thread(target=loop, name="dataplane-lease", daemon=True)
+        thread.start()
+        return thread
+
+
+def lost() -> None:
+    """The queries' checkpoints are another process's now: stop this one at once, its
+    Spark JVM with it (no graceful stop could beat the new holder's first batch)."""
+    log.error("dataplane lease lost: another process runs the queries; exiting")
+    logging.shutdown()
+    os._exit(3)

@@ -1,0 +1,131 @@
+"""A keyed partition handed over inside a running task (``services/dataplane/handover``),
+through the real per-event steps on a real redis-server and broker: the old owner
+commits the partition where it stopped, the new owner holds the partition's records
+until then and starts exactly there; every event's effect lands once."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from queue import SimpleQueue
+from typing import Any
+
+import pytest
+import yaml
+
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.state_store import PartitionStore
+from elastic_sps.model import topology
+from elastic_sps.model.keyed import key_group
+from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, Release
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.publishing import publish
+from elastic_sps.services.dataplane.replica import Replica
+from elastic_sps.services.dataplane.slots import Slot
+from elastic_sps.settings import DataplaneSettings
+
+pytestmark = pytest.mark.integration
+
+POOL = 4
+DOC = {
+    "name": "handover",
+    "operators": [
+        {
+            "name": "total",
+            "code": "benchmarks.harness.keyed_ops:running_total",
+            "key": "field:k",
+            "et_ms": 0.1,
+            "min_replicas": 1,
+            "max_replicas": POOL,
+        }
+    ],
+    "edges": [{"from": "source", "to": "total"}],
+}
+
+
+class Record:
+    """A consumed record as the steps read it (confluent-kafka's Message's accessors)."""
+
+    def __init__(self, partition: int, offset: int, value: bytes, key: bytes) -> None:
+        self._p, self._o, self._v, self._k = partition, offset, value, key
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def value(self) -> bytes:
+        return self._v
+
+    def key(self) -> bytes:
+        return self._k
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, int(time.time() * 1000))
+
+
+def record(partition: int, offset: int, key: str, v: int) -> tuple[Any, float]:
+    payload = {"k": key, "v": v, "sent": time.time()}
+    body = Envelope(f"{key}-{offset}", time.time(), "source", payload).encode()
+    return Record(partition, offset, body, key.encode()), time.perf_counter()
+
+
+@pytest.fixture
+def group(kafka_bootstrap: str, redis_url: str, tmp_path) -> GroupRun:
+    tag = f"ho{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "handover.yaml"
+    path.write_text(yaml.safe_dump(DOC))
+    topo = topology.load(path)
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag
+    )
+    return GroupRun(SourceOptions.build(settings, topo, ["total"], "none"), "total", 1)
+
+
+def state_of(g: GroupRun, partition: int, key: str) -> Any:
+    store = PartitionStore(g.r, g.keys, "total", partition)
+    return store.get("s", key_group(key, g.op.key_groups), key), store.committed
+
+
+def test_a_moved_partition_continues_where_its_old_owner_committed(group: GroupRun) -> None:
+    g = group
+    old, new = Replica(g, 0), Replica(g, 1)
+    old.serve_planned([Slot(j, 0, 0, owner=0) for j in range(POOL)], {j: [] for j in range(4)})
+    old.take_in([record(2, 0, "a", 5), record(2, 1, "a", 7), record(0, 0, "b", 1)])
+    move = HandOver(2, 1, SimpleQueue())
+    # the new owner hears of the move, and gets the partition's next record, first
+    new.take_in([Acquire(move), record(2, 2, "a", 11)])
+    new.adopt_released()
+    assert 2 not in new.runs  # held: the old owner has not committed yet
+    old.take_in([Release(move)])
+    assert (move.done.is_set(), move.next_offset) == (True, 2)
+    assert move.to.get_nowait() is WAKE
+    assert state_of(g, 2, "a") == ({"n": 2, "total": 12}, 2)  # committed at the hand-over
+    new.take_in([WAKE])
+    new.adopt_released()
+    publish(g, new.finish() + old.finish())
+    assert state_of(g, 2, "a") == ({"n": 3, "total": 23}, 3)  # each event once
+    assert state_of(g, 0, "b") == ({"n": 1, "total": 1}, 1)  # unmoved, its owner kept it
+    pauses = KnowledgeBase(g.r, Keys(g.keys.prefix)).pauses("total")
+    moved = [p for p in pauses if p["partition"] == 2]
+    assert moved and moved[-1]["moved"] is True
+
+
+def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: GroupRun) -> None:
+    g = group
+    a, b, c = Replica(g, 0), Replica(g, 1), Replica(g, 2)
+    a.serve_planned([Slot(3, 0, 0, owner=0)], {3: []})
+    b.deadline = c.deadline = time.monotonic() + 30
+    first, second = HandOver(3, 1, SimpleQueue()), HandOver(3, 2, SimpleQueue())
+    a.take_in([record(3, 0, "z", 1)])
+    b.take_in([Acquire(first), record(3, 1, "z", 2)])
+    c.take_in([Acquire(second), record(3, 2, "z", 4)])
+    a.take_in([Release(first)])  # a commits at 1; b may now adopt, then hand on
+    b.take_in([Release(second)])
+    assert (second.done.is_set(), second.next_offset) == (True, 2)
+    c.adopt_released()
+    publish(g, a.finish() + b.finish() + c.finish())
+    assert state_of(g, 3, "z") == ({"n": 3, "total": 7}, 3)
