@@ -42,6 +42,7 @@ import bisect
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,11 @@ def bytewax(bootstrap: str, _: str, tag: str, query: str) -> Pipeline:
     return engines.bytewax(bootstrap, tag, "bytewax_nexmark:flow", env, [NEXMARK])
 
 
-PEERS = {"elastic-sps": elastic_sps, "quix-streams": quix_streams, "bytewax": bytewax}
+PEERS: dict[str, Callable[..., Pipeline]] = {
+    "elastic-sps": elastic_sps,
+    "quix-streams": quix_streams,
+    "bytewax": bytewax,
+}
 
 
 class Phase:

@@ -212,7 +212,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=20_000)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    out = {}
+    out: dict[str, Any] = {}
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
         for name in ("keyed", "keyed-still", "unkeyed"):
             out[name] = run_variant(bootstrap, redis_url, name, args)
