@@ -4,19 +4,25 @@ on the user's own input topic, an output topic; a real broker, redis-server and 
 a rescale in the middle of the stream. `square` declares its cost (5 ms an event, the
 demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured. Run
 twice: the two operators apart with ids by offset, and chained into one (`chain: true`,
-one pool) with ids from a field of the records (`id: field:n`)."""
+one pool) with ids from a field of the records (`id: field:n`). The chained run also
+carries `visits`, a keyed operator with `state_ttl_s` on the records' event times (`time:
+field:t`): its live outputs, final state and expiry count are compared with `run_local`'s
+on the same records."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from elastic_sps.api import run_local
 from elastic_sps.services.ensemble import demo
 from tests.support.user_project import expected_value, write_package, write_readings
 
@@ -33,6 +39,39 @@ edges:
   - {from: square, to: offset}
 """
 
+# The chained run's keyed operator: a visit count per user whose state expires after
+# 2 s of event time without a visit for the user. Each record carries `t` = n / 100 s;
+# users u0..u9 have 100 consecutive records each (n < 1000), every later one is `rest`'s.
+VISITS_TTL_S = 2
+VISITS = f"""  - {{name: visits, code: "userpipe.visits:visits", key: "field:user", et_ms: 1,
+     max_replicas: 2, state_ttl_s: {VISITS_TTL_S}, output: user.visits}}
+"""
+VISITS_CODE = '''
+def visits(payload, ctx):
+    """A user's visits: how many, the first and the latest record (n) of the user."""
+    ctx.state["count"] = ctx.state.get("count", 0) + 1
+    ctx.state.setdefault("first", payload["n"])
+    ctx.state["last"] = payload["n"]
+    return [(None, {"user": ctx.key, **ctx.state})]
+'''
+
+
+def _user(n: int) -> str:
+    return f"u{n // 100}" if n < 1000 else "rest"
+
+
+def _with_visits(root: Path, doc: str) -> str:
+    """The topology with `visits` on the source, event times from `t`, and its code and
+    fields in the user's package and readings."""
+    (root / "userpipe" / "visits.py").write_text(VISITS_CODE)
+    path = root / "readings.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text(
+        "".join(json.dumps({**r, "t": r["n"] / 100, "user": _user(r["n"])}) + "\n" for r in rows)
+    )
+    doc = doc.replace("format: json,", 'format: json, time: "field:t",')
+    return doc.replace("edges:\n", VISITS + "edges:\n  - {from: source, to: visits}\n")
+
 
 @pytest.fixture(scope="module", params=[False, True], ids=["apart", "chained"])
 def chain(request) -> bool:
@@ -46,8 +85,10 @@ def user_project(tmp_path_factory, chain) -> Path:
     doc = TOPOLOGY + ("chain: true\n" if chain else "")
     if chain:  # each reading carries its id: the file is read once, never cycled
         doc = doc.replace("format: json,", 'format: json, id: "field:n",')
-    (root / "squares.yaml").write_text(doc)
     write_readings(root / "readings.jsonl", 12_000 if chain else 200, bad_every=50)
+    if chain:  # read once, so event times only grow: the TTL's expiry is deterministic
+        doc = _with_visits(root, doc)
+    (root / "squares.yaml").write_text(doc)
     return root
 
 
@@ -72,9 +113,8 @@ def _rescale_mid_stream(ens, operator: str) -> None:
 
 @pytest.fixture(scope="module")
 def user_run(user_project, tmp_path_factory, chain):
-    sys.path.insert(0, str(user_project))  # measuring the costs imports it here too
     path = os.environ.get("PYTHONPATH", "")
-    try:
+    with _importable(user_project):  # measuring the costs imports it here too
         return demo.run(
             topology=str(user_project / "squares.yaml"),
             trace_name="short-spikes",
@@ -88,8 +128,19 @@ def user_run(user_project, tmp_path_factory, chain):
             during=lambda ens: _rescale_mid_stream(ens, "square..offset" if chain else "square"),
             extra_env={"PYTHONPATH": os.pathsep.join(p for p in (str(user_project), path) if p)},
         )["report"]
+
+
+@contextlib.contextmanager
+def _importable(root: Path) -> Iterator[None]:
+    """``root``'s ``userpipe`` importable here: the other run's project's, imported
+    before, forgotten."""
+    for name in [m for m in sys.modules if m == "userpipe" or m.startswith("userpipe.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))
+    try:
+        yield
     finally:
-        sys.path.remove(str(user_project))
+        sys.path.remove(str(root))
 
 
 def test_the_output_topic_holds_each_events_output_once(user_run, user_project, chain):
@@ -110,8 +161,44 @@ def test_the_output_topic_holds_each_events_output_once(user_run, user_project, 
             expected[str(k) if chain else f"user.readings/0/{k}"] = value
     got = {r["id"]: r["value"]["v"] for r in rows}
     assert got == expected
-    # the report agrees with the file: every output once, nothing processed twice
-    assert user_run["completed"] == len(rows) and user_run["duplicates"] == 0
+    # the report agrees with the files: every output once, nothing processed twice
+    # (`completed` is in input events: each declares one output per sink, so the distinct
+    # ids at the sinks over their number)
+    sinks = {t: {r["id"] for r in _rows(p)} for t, p in user_run["outputs"].items()}
+    assert user_run["completed"] == sum(map(len, sinks.values())) / len(sinks)
+    assert len(sinks["user.results"]) == len(rows) and user_run["duplicates"] == 0
+
+
+def _rows(path: str) -> list[dict]:
+    return [json.loads(x) for x in Path(path).read_text().splitlines()]
+
+
+def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain):
+    """`visits` live and in `run_local` over the records sent: the same output for each
+    record, the same final state, the same expiry count. By hand: u<j>'s last record
+    is n = 100j + 99 at t = j + 0.99 s, so its state lives until j + 2.99 s; the records
+    sent reach t > 11.99 (n >= 1200), so the watermark passes every u<j>'s (10 keys
+    expire) but never `rest`'s, whose records are 0.01 s apart (its state never lapses,
+    and the input's end expires nothing). No u<j> record comes after its state expired,
+    so however the watermark lags live, no key starts afresh."""
+    if not chain:
+        pytest.skip("the apart run cycles its readings: event times go back")
+    sent = user_run["sent"]
+    assert sent > 1300
+    records = [json.loads(x) for x in (user_project / "readings.jsonl").read_text().splitlines()]
+    with _importable(user_project):
+        local = run_local(user_project / "squares.yaml", records[:sent])
+    rest = {"count": sent - 1000, "first": 1000, "last": sent - 1}
+    assert local.expired_state == {"visits": 10}
+    assert local.state["visits"] == {"rest": rest}
+    assert user_run["state"]["visits"]["state_expired"] == 10
+    live: dict[str, dict] = {}
+    for r in _rows(user_run["outputs"]["user.visits"]):
+        assert live.setdefault(r["id"], r["value"]) == r["value"], "a repeat differs"
+    expected = {str(n): v for n, v in zip(range(sent), local.outputs["user.visits"], strict=True)}
+    assert live == expected
+    # live, `rest`'s state is what its latest record's output carries
+    assert live[str(sent - 1)] == {"user": "rest", **rest}
 
 
 def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, chain):
