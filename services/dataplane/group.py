@@ -62,7 +62,8 @@ class GroupRun:
         self.cost_mode = o.cost_mode
         self.t_out = o.t_out_s
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
-        self.successor_names = tuple(self.successors)
+        self.successor_topics = {s: self.keys.topic(s) for s in self.successors}
+        self.entry = self.operator in self.topo.entry_operators  # LAS samples its events
         self.topic = self.keys.topic(self.operator)
         # where this operator's declarations go: every partition of every successor
         self.declare_to = [

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.state_store import PartitionStore
-from elastic_sps.pipeline.stateful import WindowResult, state_fields
+from elastic_sps.model.topology import Operator
+from elastic_sps.pipeline.stateful import NoKey, WindowResult, event_key, state_fields
 from elastic_sps.services.dataplane.group import GroupRun
 
 log = logging.getLogger("sps.dataplane")
@@ -27,17 +29,25 @@ class KeyedSlot:
         """An event a previous attempt of this range already applied (and committed)."""
         return self.store.committed is not None and offset < self.store.committed
 
-    def prefetch(self, events: list[Envelope]) -> None:
-        """The state the events will read, and whether they were applied, in one trip."""
+    def prefetch(self, events: list[Envelope]) -> list[str | None]:
+        """The state the events will read, and whether they were applied, in one trip;
+        returns each event's key (None: it has none), extracted once for the engine."""
         op = self.g.op
+        keys = [key_or_none(op, ev.payload) for ev in events]
         self.store.prefetch(
-            [f for ev in events for f in state_fields(op, ev.payload, ev.event_time)],
+            [
+                f
+                for ev, key in zip(events, keys, strict=True)
+                if key is not None
+                for f in state_fields(op, key, ev.event_time)
+            ],
             [f"{ev.src}>{ev.id}" for ev in events],  # Event.once_key
         )
+        return keys
 
-    def started(self) -> None:
+    def started(self, now: float) -> None:
         if self.first_at is None:
-            self.first_at = time.time()
+            self.first_at = now
 
     def commit(self, next_offset: int) -> bool:
         """State, ids, watermarks and ``next_offset`` at once; False: fenced (another
@@ -56,6 +66,15 @@ class KeyedSlot:
                 self.store.committed,
             )
         return done
+
+
+def key_or_none(op: Operator, payload: Any) -> str | None:
+    """``payload``'s key for ``op``; None when it has none (the engine's ``NoKey`` then
+    gives the event its fate)."""
+    try:
+        return event_key(op, payload)
+    except NoKey:
+        return None
 
 
 def window_envelope(g: GroupRun, result: WindowResult) -> Envelope:

@@ -15,10 +15,13 @@ work only):
 
 from __future__ import annotations
 
+import base64
 import time
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from elastic_sps.control.routing import Routers
 from elastic_sps.io.envelope import BadEvent, Envelope, decode
@@ -36,12 +39,13 @@ from elastic_sps.services.dataplane.sample import LatencySample
 from elastic_sps.services.dataplane.slots import Slot
 
 # An operator's ``ctx.writes`` go to Redis in one round trip per this many writes or this
-# many seconds, and at the slot's end. Once per slot and window, as before, a sink's
-# per-event writes (8,000 a slot at 12,000 events/s) ran for ~0.2 s after its window had
-# closed: 14 % of a slot thread's time (py-spy, bench_hops --rate 12000), during which the
-# batch could not end and no task read. Spread out, the same writes overlap the serving.
+# many seconds, and at the slot's end: sent only at the slot's end, a sink's writes would
+# hold the batch's end back while no task reads; spread out, they overlap the serving.
 WRITES_BATCH = 500
 WRITES_EVERY_S = 0.1
+# A slot folds its operator's successes into the task's failure guard (behind a lock) per
+# this many events, at a failure and at its end: not per event.
+OKS_FOLD = 256
 
 
 def writes_due(stacked: int, since_s: float) -> bool:
@@ -68,16 +72,16 @@ class Occupancy:
     et_s: float
     free_at: float = field(default_factory=time.perf_counter)
 
-    def end(self, began: float) -> float:
-        """Account for one event whose work started at ``began``; returns the time it
-        occupied the replica."""
-        work = time.perf_counter() - began
+    def end(self, began: float, ended: float) -> float:
+        """Account for one event whose work ran from ``began`` to ``ended``
+        (perf_counter); returns the time it occupied the replica."""
+        work = ended - began
         if self.mode == "cpu" and self.et_s > work:
             _spin(self.et_s - work)
         occupied = max(self.et_s, work) if self.mode in ("wait", "cpu") else work
         self.free_at += occupied  # the batch's events are all waiting: no idle gaps
         if self.mode == "wait":
-            ahead = self.free_at - time.perf_counter()
+            ahead = self.free_at - ended
             if ahead > 0.002:
                 time.sleep(ahead)
         return occupied
@@ -133,10 +137,12 @@ class SlotRun:
         self.clock = Occupancy(g.cost_mode, g.op.et_s)
         self.ctx: Context | None = None
         self.routers: Routers | None = None
-        self.written_at = time.monotonic()
+        self.written_at = time.perf_counter()
+        self.oks = 0  # successes not yet folded into the guard (``_fold``)
         # a keyed or window operator's partition state, committed with its offset
         self.keyed = KeyedSlot(g, slot.replica, slot.owner) if g.op.stateful else None
-        self._decoded: dict[int, Envelope] = {}  # offset -> event decoded by prefetch
+        # offset -> the event decoded by prefetch, with its key (None: none found)
+        self._decoded: dict[int, tuple[Envelope, str | None]] = {}
         self.valve: Valve | None = None  # the partition's, at its first declaration
         self.declarer: Declarer | None = None
 
@@ -171,22 +177,26 @@ class SlotRun:
             self._declared(decode_declaration(raw))
             return
         ctx = self._ready()
-        ev = self._decoded.pop(offset, None) or self._decode(msg)
-        if ev is None or self._expired(ev):
+        ev, key = self._decoded.pop(offset, None) or (self._decode(msg), None)
+        # the clocks are read once each per event: the wall's (expiry, latencies) and the
+        # cost clock's at the start and the end of the work
+        now, began = time.time(), time.perf_counter()
+        if ev is None or self._expired(ev, now):
             return
-        event = Event(ev.id, ev.payload, ev.event_time, ev.src)
+        event = Event(ev.id, ev.payload, ev.event_time, ev.src, key)
         store = self.keyed.store if self.keyed is not None else None
         if self.g.core.repeat(event, store):
             self.res.repeats += 1
             return
-        began = time.perf_counter()
-        outputs = self._operate(ev, event, ctx, msg)
+        outputs = self._operate(ev, event, ctx, msg, now)
         if outputs is None:
             return
-        occupied = self.clock.end(began)
-        self._emit(ev, outputs, msg.key())
-        self._account(ev, msg, occupied)
-        self._write_out(ctx)
+        ended = time.perf_counter()
+        occupied = self.clock.end(began, ended)
+        record_key = msg.key()
+        self._emit(ev, outputs, record_key)
+        self._account(ev, record_key, occupied, now + (ended - began))
+        self._write_out(ctx, ended)
 
     def _partition_marks(self) -> Any:
         if self.keyed is not None:
@@ -213,11 +223,11 @@ class SlotRun:
         assert self.declarer is not None
         self.declarer.offer(g.core.declaration(self.slot.replica, self.valve, store))
 
-    def _write_out(self, ctx: Context) -> None:
+    def _write_out(self, ctx: Context, now: float) -> None:
         """Send the operator's stacked writes when ``WRITES_BATCH`` are waiting or
-        ``WRITES_EVERY_S`` has passed (at least once, as every write: they are sent
-        before the batch's offsets are recorded, so a retried task sends them again)."""
-        now = time.monotonic()
+        ``WRITES_EVERY_S`` has passed since ``now`` (perf_counter; at least once, as every
+        write: they are sent before the batch's offsets are recorded, so a retried task
+        sends them again)."""
         if writes_due(len(ctx.writes), now - self.written_at):
             ctx.writes.execute()
             self.written_at = now
@@ -228,7 +238,7 @@ class SlotRun:
         keyed = self.keyed
         if keyed is None or keyed.fenced or not msgs:
             return
-        events = []
+        events, offsets = [], []
         for msg in msgs:
             offset = msg.offset() or 0
             if keyed.done_before(offset) or is_declaration(msg.value()):
@@ -237,12 +247,15 @@ class SlotRun:
                 ev = decode(msg.value())
             except BadEvent:
                 continue  # handle dead-letters it
-            self._decoded[offset] = ev
+            offsets.append(offset)
             events.append(ev)
         try:
-            keyed.prefetch(events)
+            keys = keyed.prefetch(events)
         except Fenced:
             keyed.fenced = True
+            return
+        for offset, ev, key in zip(offsets, events, keys, strict=True):
+            self._decoded[offset] = (ev, key)
 
     def _decode(self, msg: Any) -> Envelope | None:
         try:
@@ -252,23 +265,25 @@ class SlotRun:
             self.g.dead_letter(self.slot.replica, msg, describe(exc))
             return None
 
-    def _expired(self, ev: Envelope) -> bool:
+    def _expired(self, ev: Envelope, now: float) -> bool:
         g, ids = self.g, self.res.ids
-        if g.t_out and time.time() - (ev.adm or ev.ts) > g.t_out:
+        if g.t_out and now - (ev.adm or ev.ts) > g.t_out:
             self.res.expired += 1  # PA-SPS t_out: too old to be worth processing
             if ids is not None:
                 ids.add(g.operator, "expired", ev.id)
             return True
         return False
 
-    def _operate(self, ev: Envelope, event: Event, ctx: Context, msg: Any) -> list[Emitted] | None:
+    def _operate(
+        self, ev: Envelope, event: Event, ctx: Context, msg: Any, now: float
+    ) -> list[Emitted] | None:
         """The engine's core on one event; ``None``: the user's code raised, and the
         event is dead-lettered (or the guard stops the dataplane: ``on_error``); an event
         with no key, or late for every window, ends with that fate (the operator is not
         at fault). A fenced read propagates: the slot stops."""
         g = self.g
         if self.keyed is not None:
-            self.keyed.started()
+            self.keyed.started(now)
         try:
             result = g.core.apply(event, ctx, self.keyed.store if self.keyed else None)
         except Fenced:
@@ -280,12 +295,21 @@ class SlotRun:
         except Exception as exc:  # the user's code: any exception is its failure
             failure = describe(exc)
             with g.guard_lock:
+                self._fold()  # the slot's successes before it, in order
                 g.guard.failed(failure)  # raises OperatorFailing when it must stop
             self._fate("dead", ev, msg, failure)
             return None
-        with g.guard_lock:
-            g.guard.ok()
+        self.oks += 1
+        if self.oks >= OKS_FOLD:
+            with g.guard_lock:
+                self._fold()
         return result
+
+    def _fold(self) -> None:
+        """The slot's successes into the guard (the caller holds ``guard_lock``)."""
+        if self.oks:
+            self.g.guard.ok(self.oks)
+            self.oks = 0
 
     def _fate(self, kind: str, ev: Envelope, msg: Any, failure: Failure) -> None:
         """A dead-lettered event (``late``: counted apart, dead-lettered with the reason)."""
@@ -297,22 +321,23 @@ class SlotRun:
         if self.res.ids is not None:
             self.res.ids.add(self.g.operator, kind, ev.id)
 
-    def _account(self, ev: Envelope, msg: Any, occupied: float) -> None:
+    def _account(self, ev: Envelope, key: bytes | None, occupied: float, now: float) -> None:
+        """``key``: the record's; ``now``: the wall clock when the event's work ended."""
         g, res = self.g, self.res
         res.busy += occupied
         res.processed += 1
         if ev.lasc is not None:  # a LAS probe: answer Δ, naming the probe
-            res.probes.append(f"{ev.id} {time.time() - ev.lasc!r}")
+            res.probes.append(f"{ev.id} {now - ev.lasc!r}")
         if ev.adm is not None:
-            res.queuing.add(1000.0 * (time.time() - ev.adm))
+            res.queuing.add(1000.0 * (now - ev.adm))
         res.received_from[ev.src] = res.received_from.get(ev.src, 0.0) + 1
-        if g.operator in g.topo.entry_operators:
-            res.las_keys.append(las_key(msg.key(), ev))
+        if g.entry:
+            res.las_keys.append(las_key(key, ev))
             res.las_times.append(occupied)
         if res.ids is not None:
             res.ids.add(g.operator, "processed", ev.id)
         if not g.successors:
-            res.latencies.add(1000.0 * (time.time() - ev.ts))
+            res.latencies.add(1000.0 * (now - ev.ts))
 
     def _emit(self, ev: Envelope, outputs: list[Emitted], key: Any) -> None:
         """``ev``'s outputs, each with its own id: to the operator's output topic, if it
@@ -329,7 +354,7 @@ class SlotRun:
             body = Envelope(out_id, ev.ts, g.operator, payload, evt=ev.evt).encode()
             for s in [dst] if dst is not None else g.successors:
                 partition = routers.choose(s, payload)
-                g.producer.produce(g.keys.topic(s), body, partition=partition, key=key)
+                g.producer.produce(g.successor_topics[s], body, partition=partition, key=key)
                 res.emitted += 1
                 res.emitted_to[s] = res.emitted_to.get(s, 0.0) + 1
                 if res.ids is not None:
@@ -337,6 +362,9 @@ class SlotRun:
 
     def finish(self) -> SlotResult:
         self.clock.settle()
+        if self.oks:
+            with self.g.guard_lock:
+                self._fold()
         if self.declarer is not None:
             self.declarer.flush()
         if self.keyed is not None:
@@ -353,14 +381,10 @@ def las_key(key: bytes | None, ev: Envelope) -> int:
 
 def output_record(event_id: str, value: Any) -> bytes:
     """A sink's output as its topic carries it: ``{"id", "value"}`` (bytes as base64)."""
-    import orjson
-
     return orjson.dumps({"id": event_id, "value": value}, default=_b64)
 
 
 def _b64(value: Any) -> Any:
     if isinstance(value, bytes):
-        import base64
-
         return base64.b64encode(value).decode()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")

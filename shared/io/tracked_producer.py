@@ -40,6 +40,11 @@ class TrackedProducer:
         self.redis = redis
         self.keys = keys
         self._ends: dict[tuple[str, int], int] = {}
+        # a partition named at produce: its reports land in its own dict, the last
+        # delivered record under None, each failure under its error, by the dict's own
+        # __setitem__ (C, no Python frame per record). The last report holds the end:
+        # an idempotent producer reports a partition's records in their offset order.
+        self._last: dict[tuple[str, int], dict[Any, Any]] = {}
         self.failed = 0
         self._raise = redis.register_script(_RAISE)
 
@@ -62,14 +67,33 @@ class TrackedProducer:
                     self.p.produce(topic, value=value, key=key, on_delivery=self._report)
                 else:
                     self.p.produce(
-                        topic, value=value, key=key, partition=partition, on_delivery=self._report
-                    )
+                        topic, value=value, key=key, partition=partition,
+                        on_delivery=self._sink(topic, partition),
+                    )  # fmt: skip
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.p.poll(0.05)
 
+    def _sink(self, topic: str, partition: int) -> Any:
+        reports = self._last.get((topic, partition))
+        if reports is None:  # setdefault: two threads never make two dicts for one
+            reports = self._last.setdefault((topic, partition), {})
+        return reports.__setitem__
+
+    def _collect(self) -> None:
+        """The named partitions' reports since the last flush into ends and failures."""
+        for key, reports in self._last.items():
+            last = reports.pop(None, None)
+            self.failed += len(reports)  # distinct errors: at least that many records
+            reports.clear()
+            if last is not None:
+                end = last.offset() + 1
+                if end > self._ends.get(key, 0):
+                    self._ends[key] = end
+
     def flush(self, timeout: float = 30.0) -> None:
         left = self.p.flush(timeout)
+        self._collect()
         if left:
             raise RuntimeError(f"{left} records not delivered within {timeout}s")
         if self.failed:

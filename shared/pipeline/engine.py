@@ -47,6 +47,7 @@ class Event:
     payload: Any
     evt: float  # its event time
     src: str = "source"  # the operator that sent it
+    key: str | None = None  # its key, when the caller extracted it already (prefetch)
 
     @property
     def once_key(self) -> str:
@@ -99,12 +100,12 @@ class OperatorCore:
         ctx.event_id = ev.id
         if self.window is not None:
             assert store is not None
-            self.window.add(store, ev.payload, ev.evt)
+            self.window.add(store, ev.payload, ev.evt, ev.key)
             store.mark_applied(ev.once_key)
             return []
         if self.op.key:
             assert store is not None
-            ctx.key = event_key(self.op, ev.payload)
+            ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
             state = KeyState(store, key_group(ctx.key, self.op.key_groups), ctx.key)
             ctx.state = state
             result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)

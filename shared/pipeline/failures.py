@@ -89,8 +89,16 @@ class FailureGuard:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {self.on_error!r}")
         self._last = deque(maxlen=self.window)
 
-    def ok(self) -> None:
-        self._push(False)
+    def ok(self, n: int = 1) -> None:
+        """``n`` events the operator took without raising (a slot folds its successes in
+        at once: no lock per event)."""
+        if n >= self.window:
+            self._last.clear()
+            self._last.extend([False] * self.window)
+            self._failed = 0
+            return
+        for _ in range(n):
+            self._push(False)
 
     def failed(self, failure: Failure) -> None:
         """Raises when this failure stops the operator; otherwise the caller dead-letters."""

@@ -154,13 +154,9 @@ class AggregateOperator:
         pass
 
 
-def state_fields(op: Operator, payload: Any, t: float) -> list[tuple[str, int, str]]:
-    """The store entries an event will read: its key's state, or its windows'
-    accumulators (a session: the key's sessions); none if it has no key."""
-    try:
-        key = event_key(op, payload)
-    except NoKey:
-        return []
+def state_fields(op: Operator, key: str, t: float) -> list[tuple[str, int, str]]:
+    """The store entries an event with ``key`` (``event_key``) will read: its key's
+    state, or its windows' accumulators (a session: the key's sessions)."""
     g = key_group(key, op.key_groups)
     if op.window is None:
         return [("s", g, key)]
@@ -202,10 +198,10 @@ class WindowAggregator:
                 f"operator {op.name!r}: a session window's aggregate needs merge(a, b)"
             )
 
-    def add(self, store: Store, payload: Any, t: float) -> None:
-        """Add one event (event time ``t``) to its windows; all or nothing if the
-        aggregate raises."""
-        key = event_key(self.op, payload)
+    def add(self, store: Store, payload: Any, t: float, key: str | None = None) -> None:
+        """Add one event (event time ``t``; ``key``: its key if extracted already) to its
+        windows; all or nothing if the aggregate raises."""
+        key = event_key(self.op, payload) if key is None else key
         g = key_group(key, self.op.key_groups)
         if self.spec.kind == "session":
             self._add_session(store, g, key, payload, t)

@@ -1,0 +1,125 @@
+"""The per-event path's shortcuts keep their promises: a slot's successes folded into the
+failure guard at once judge as one at a time; a key extracted at prefetch is the one the
+engine applies; the producer's per-partition reports give the same ends and failures as a
+callback per record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.model import topology
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.engine import Event, OperatorCore
+from elastic_sps.pipeline.failures import Failure, FailureGuard, OperatorFailing
+from elastic_sps.pipeline.local_store import MemoryStore
+from elastic_sps.pipeline.operators import Context
+from elastic_sps.pipeline.stateful import NoKey
+from elastic_sps.services.dataplane.keyed_slot import key_or_none
+
+pytestmark = pytest.mark.unit
+
+FAILURE = Failure("KeyError", "'text'", "")
+TOPO = topology.from_dict(
+    {
+        "operators": [
+            {
+                "name": "total",
+                "et_ms": 1,
+                "key": "field:key",
+                "code": "tests.support.engine_ops:sum_values",
+            },
+            {"name": "win", "et_ms": 1, "key": "field:k", "window": {"tumbling_s": 10}},
+        ],
+        "edges": [{"from": "source", "to": "total"}, {"from": "source", "to": "win"}],
+    }
+)
+
+
+def test_successes_folded_at_once_judge_as_one_at_a_time() -> None:
+    """Window 10, share 0.5: 3 ok, 5 failures (window not full: not judged), 2 ok folded
+    at once: 5 of 10 failed, still bad input; the next failure pushes out an ok: 6 of 10."""
+    guard = FailureGuard("parse", "dead-letter", max_share=0.5, window=10)
+    guard.ok(3)
+    for _ in range(5):
+        guard.failed(FAILURE)
+    guard.ok(2)
+    with pytest.raises(OperatorFailing, match="failed on 6 of its last 10 events"):
+        guard.failed(FAILURE)
+
+
+def test_a_window_of_successes_clears_the_failures() -> None:
+    """ok(10) fills the window with successes: 5 failures after it are 5 of 10, the 6th
+    is 6 of 10."""
+    guard = FailureGuard("parse", "dead-letter", max_share=0.5, window=10)
+    for _ in range(4):
+        guard.failed(FAILURE)
+    guard.ok(25)
+    for _ in range(5):
+        guard.failed(FAILURE)
+    with pytest.raises(OperatorFailing, match="failed on 6 of its last 10 events"):
+        guard.failed(FAILURE)
+
+
+def _core(name: str) -> OperatorCore:
+    return OperatorCore(TOPO, name, open_runnable(TOPO, name, Context(name)))
+
+
+def test_the_engine_applies_the_key_the_event_carries() -> None:
+    """The key extracted at prefetch is not extracted again: the event's state is the
+    carried key's (a payload whose key path is empty would raise NoKey otherwise)."""
+    core, store, ctx = _core("total"), MemoryStore(), Context("total")
+    assert key_or_none(TOPO["total"], {"value": 1}) is None
+    assert key_or_none(TOPO["total"], {"key": "a", "value": 1}) == "a"
+    with pytest.raises(NoKey):
+        core.apply(Event("e0", {"key": None, "value": 4}, 1.0), ctx, store)
+    out = core.apply(Event("e1", {"key": "a", "value": 4}, 1.0, key="a"), ctx, store)
+    assert out == [(None, "e1", {"key": "a", "sum": 4})]
+    out = core.apply(Event("e2", {"key": "a", "value": 3}, 2.0), ctx, store)
+    assert out == [(None, "e2", {"key": "a", "sum": 7})]  # extracted here: the same key
+
+
+def test_a_window_event_goes_to_its_carried_keys_window() -> None:
+    core, store, ctx = _core("win"), MemoryStore(), Context("win")
+    core.apply(Event("e1", {"x": 1}, 3.0, key="b"), ctx, store)
+    core.apply(Event("e2", {"k": "b"}, 4.0), ctx, store)
+    values = store._values.items()
+    assert [(f, v) for (kind, _, f), v in values if kind == "w"] == [('["b",0]', 2)]
+
+
+class _Redis:
+    def __init__(self) -> None:
+        self.raised: list[tuple[list[str], list[int]]] = []
+
+    def register_script(self, _: str) -> Any:
+        return lambda keys, args: self.raised.append((keys, args))
+
+
+class _Msg:
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+
+def test_the_last_report_of_each_partition_gives_its_end() -> None:
+    """Offsets 4 and 9 delivered to t[1], 0 to t[2]: ends 10 and 1; a failed record
+    fails the flush once, and the next flush starts clean."""
+    r = _Redis()
+    p = TrackedProducer("127.0.0.1:1", r, Keys("lean"))
+    p._sink("t", 1)(None, _Msg(4))
+    p._sink("t", 1)(None, _Msg(9))
+    p._sink("t", 2)(None, _Msg(0))
+    p.flush(1)
+    assert r.raised == [([Keys("lean").ends("t")], [1, 10, 2, 1])]
+    p._sink("t", 1)(KafkaError(KafkaError._MSG_TIMED_OUT), _Msg(-1))
+    with pytest.raises(RuntimeError, match="1 records failed delivery"):
+        p.flush(1)
+    p._sink("t", 2)(None, _Msg(1))
+    p.flush(1)
+    assert r.raised[-1] == ([Keys("lean").ends("t")], [2, 2])
