@@ -24,16 +24,13 @@ class WorkerState:
         return self._held[key]
 
     def freeze_heap_once(self) -> None:
-        """pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; a
-        full collection over this project's modules cost ~60 ms per task, 84 % of the
-        worker's CPU (measured with py-spy). Moving what is loaded now into the permanent
-        generation makes those collections ~free.
+        """pyspark's daemon runs ``gc.collect()`` after every task of a reused worker, and a
+        full collection over this project's modules is most of a short task's CPU. Moving
+        what is loaded now into the permanent generation makes those collections ~free.
 
         pandas first: pyarrow imports it lazily at the first batch that returns rows
-        (``RecordBatch.from_arrays`` in pyspark's ``plan_data_source_read``), so each
-        worker imported it during its first real batch, and its modules, loaded after the
-        freeze, made every later collection walk them again: at saturation the two were
-        ~0.45 and ~0.2 of the workers' samples (py-spy, ``profile_dataplane.py``)."""
+        (``RecordBatch.from_arrays`` in pyspark's ``plan_data_source_read``); its modules,
+        loaded after the freeze, would make every later collection walk them again."""
         if not self._frozen:
             # without pandas, pyspark's Arrow path has nothing to preload
             with contextlib.suppress(ImportError):

@@ -82,16 +82,16 @@ class Gate:
         short, also admit at most what keeps the short operators' queues clearable
         within the goal, per interval of ``td`` (``sim_shedding.admissible``, the
         simulator's ``goal`` shedder): LAS bounds the entry operator's queuing only,
-        and live, with a downstream operator short, end-to-end latency reached 6.5-8.5 ×
-        the goal while the entry's queuing stayed at 0.76-1.28 × it. ``batch_s``: the
+        so with a downstream operator short, end-to-end latency would reach several
+        times the goal while the entry's queuing stayed near it. ``batch_s``: the
         dataplane's task window (``SPS_TASK_WINDOW_S``), about a micro-batch's length.
 
         The queues may hold only what is cleared within the goal less the time an event
         spends beside them (``path_s``): the path's et and per-hop engine time
         (``LIVE_ENGINE.hop_s``, measured at 50 % load) plus one batch, since the queue is
         read from offsets that move only when a batch ends. Bounded at the whole goal,
-        admitted events waited about the goal at the short operator and the path on top:
-        1.74-1.89 x the goal end to end."""
+        admitted events would wait about the goal at the short operator and the path on
+        top."""
         self.topology = topology
         self.entry = topology.entry_operators[0]
         self.redis = redis
@@ -164,10 +164,8 @@ class Gate:
 
     def _queued(self, name: str, active: int) -> float:
         """The operator's queue, net of what its running batch has already processed: the
-        committed offsets move only when a batch ends (~1.17 s with the 1.0 s window), so
-        the recorded backlog counts, on average, half a batch of processed events (at 8
-        replicas of classify_content ~400; the bound shed 48 % where the least possible
-        was 30 %)."""
+        committed offsets move only when a batch ends, so the recorded backlog counts, on
+        average, half a batch of processed events (the bound would shed them too)."""
         op = self.topology[name]
         backlog = float(sum(self.kb.backlog(name, op.max_replicas)))
         served = LIVE_ENGINE.efficiency * active / op.et_s * self.batch_s / 2

@@ -230,11 +230,10 @@ class Ingress:
         lands re-reads from the last one: at least once.
 
         Asynchronous, so the next batch is read while the broker records it (a waited
-        commit was a third of the ingress's hop, p50 11 -> 6 ms at 4,000 events/s). At most
-        every ``commit_interval_s`` while records flow, as Kafka Streams' and
-        quix-streams' commit intervals do: a commit per read was 120 of the broker's
-        1,450 requests a second at 3,000 events/s (bench_hops, its JMX request counts).
-        A quiet read commits what is left at once."""
+        commit is a large share of the ingress's hop). At most every ``commit_interval_s``
+        while records flow, as Kafka Streams' and quix-streams' commit intervals do: a
+        commit per read is a large share of the broker's requests. A quiet read commits
+        what is left at once."""
         if not self._uncommitted:
             return
         now = time.monotonic()

@@ -112,9 +112,8 @@ def take_ready(consumer: Any, max_n: int, wait_s: float) -> list[Any]:
     to arrive within ``wait_s`` and whatever came with it.
 
     confluent-kafka's ``consume(n, timeout)`` returns early only once it has ``n``
-    records: at a trickle each read waited its whole timeout, and every operator hop
-    with it (the dataplane's feed read with 20 ms timeouts). ``poll`` returns the moment
-    one record is there."""
+    records: at a trickle each read would wait its whole timeout, and every operator hop
+    with it. ``poll`` returns the moment one record is there."""
     msgs: list[Any] = consumer.consume(num_messages=max_n, timeout=0)
     if msgs or wait_s <= 0:
         return msgs

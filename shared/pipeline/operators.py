@@ -39,8 +39,8 @@ class Context:
     * ``redis``: a Redis client for reads (the run's knowledge base); None where there is
       no server (``check``, ``run_local`` without ``redis=``, measuring costs).
     * ``writes``: a Redis pipeline for writes, sent every few hundred writes or 0.1 s and
-      at the end of the replica's micro-batch (a sink's per-event round trip cost 107 of a
-      task's 124 ms); without a server, writes are accepted and dropped.
+      at the end of the replica's micro-batch (a round trip per write would cost more than
+      the operator); without a server, writes are accepted and dropped.
     * ``prefix``: the run's Redis key prefix, to start your own keys with (then ``:app:``).
     * ``key``, ``state``: a keyed operator's event key and that key's mapping of JSON
       values, kept across events, resizes and restarts and changed exactly once per event
