@@ -15,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from queue import SimpleQueue
 
-from elastic_sps.io.knowledge_base import active_count
+from elastic_sps.io.knowledge_base import KnowledgeBase, active_count
 from elastic_sps.io.rescale_timeline import record_effect
-from elastic_sps.model.keyed import owner
+from elastic_sps.io.state_store import state_bytes
+from elastic_sps.model.keyed import groups_of_partition, moved_partitions, owner
+from elastic_sps.model.operator import Operator
 from elastic_sps.services.dataplane.group import GroupRun
 
 WAKE = object()  # a feed item that only wakes its replica (a partition it waits for is free)
@@ -86,5 +88,16 @@ class KeyedMoves:
             feeds[j].put(Release(move))
             self.queues[new].put(Acquire(move))
             feeds[j] = self.queues[new]
+        now = time.time()
+        record_move(self.g.kb, self.g.op, self.active, count, now)
         self.active = self.g.active = count
-        record_effect(self.g.r, self.g.keys, self.g.operator, count, time.time())
+        record_effect(self.g.r, self.g.keys, self.g.operator, count, now)
+
+
+def record_move(kb: KnowledgeBase, spec: Operator, before: int, after: int, now: float) -> None:
+    """A keyed operator's resize: which partitions and key groups change owner, and the
+    bytes of state they hold (read by their new owners from Redis, never copied)."""
+    moved = moved_partitions(spec.max_replicas, before, after)
+    groups = [g for p in moved for g in groups_of_partition(p, spec.key_groups, spec.max_replicas)]
+    size = state_bytes(kb.r, kb.keys, spec.name, groups)
+    kb.record_move(spec.name, before, after, moved, len(groups), size, now)

@@ -101,6 +101,7 @@ class OperatorReader(DataSourceStreamReader):
         self._producer: Any = None
         self._admin: Any = None
         self._last_active: dict[str, int] = {}  # the counts the previous batch ran
+        self._moved_in_task: set[str] = set()  # keyed operators whose tasks hand moves over
         # The last latestOffset's reads and the end it returned, kept until that batch's
         # tasks start: Spark runs one batch at a time, so until then no task publishes
         # progress and the reads are still the batch's (see partitions, commit).
@@ -241,9 +242,12 @@ class OperatorReader(DataSourceStreamReader):
         }
         kb = self._kb()
         pipe = self._redis().pipeline(transaction=False)
+        self._moved_in_task = set()
         for op, slots in planned.items():
             groups = grouped[op]
             in_task = self._topology()[op].stateful and len(groups) == 1
+            if in_task:
+                self._moved_in_task.add(op)
             tasks.extend(SlotGroup(op, g, active[op], serve_s, spread, in_task) for g in groups)
             kb.log_batch(pipe, op, self._log_entry(slots, active[op], len(groups), serve_s))
         pipe.execute()
@@ -301,18 +305,13 @@ class OperatorReader(DataSourceStreamReader):
         self._last_active = dict(active)
 
     def _record_move(self, op: str, before: int, after: int, now: float) -> None:
-        """A keyed operator's resize: which partitions and key groups change owner, and
-        the bytes of state they hold (read by their new owners, never copied)."""
-        from elastic_sps.io.state_store import state_bytes
-        from elastic_sps.model.keyed import groups_of_partition, moved_partitions
+        """A keyed operator's resize at a new task; one handed over inside a running
+        task was recorded by it (``handover.record_move``)."""
+        if op in self._moved_in_task:
+            return
+        from elastic_sps.services.dataplane.handover import record_move
 
-        spec = self._topology()[op]
-        moved = moved_partitions(spec.max_replicas, before, after)
-        groups = [
-            g for p in moved for g in groups_of_partition(p, spec.key_groups, spec.max_replicas)
-        ]
-        size = state_bytes(self._redis(), self._keys(), op, groups)
-        self._kb().record_move(op, before, after, moved, len(groups), size, now)
+        record_move(self._kb(), self._topology()[op], before, after, now)
 
     def commit(self, end: dict) -> None:
         """The batch up to ``end`` is done: publish each operator's queue left behind and

@@ -19,7 +19,7 @@ from elastic_sps.io.state_store import PartitionStore
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
 from elastic_sps.services.dataplane.group import GroupRun
-from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, Release
+from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.replica import Replica
@@ -129,3 +129,28 @@ def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: Gro
     c.adopt_released()
     publish(g, a.finish() + b.finish() + c.finish())
     assert state_of(g, 3, "z") == ({"n": 3, "total": 7}, 3)
+
+
+def test_the_reader_reroutes_the_moving_partitions_and_records_the_move(group: GroupRun) -> None:
+    g = group
+    q0: SimpleQueue = SimpleQueue()
+    spawned: dict[int, SimpleQueue] = {}
+
+    def spawn(replica_id: int) -> SimpleQueue:
+        spawned[replica_id] = SimpleQueue()
+        return spawned[replica_id]
+
+    moves = KeyedMoves(g, 1, {0: q0}, spawn)
+    feeds = dict.fromkeys(range(POOL), q0)
+    moves(feeds)  # the count is still 1: nothing moves
+    assert q0.empty() and not spawned
+    g.r.set(g.keys.active("total"), 2)
+    moves(feeds)
+    # 4 partitions over 2 replicas: 0 and 1 stay with replica 0, 2 and 3 go to replica 1
+    assert feeds == {0: q0, 1: q0, 2: spawned[1], 3: spawned[1]}
+    released = [q0.get_nowait().move.partition for _ in range(2)]
+    acquired = [spawned[1].get_nowait().move.partition for _ in range(2)]
+    assert released == acquired == [2, 3]
+    assert g.active == 2
+    (move,) = KnowledgeBase(g.r, Keys(g.keys.prefix)).moves()
+    assert (move["from"], move["to"], move["partitions"]) == (1, 2, [2, 3])
