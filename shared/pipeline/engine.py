@@ -27,6 +27,7 @@ from typing import Any
 from elastic_sps.io.watermarks import Declaration, Valve
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import Topology
+from elastic_sps.pipeline.chain import ChainedOperator
 from elastic_sps.pipeline.operators import Context, Output, Runnable, normalise
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
@@ -85,6 +86,7 @@ class OperatorCore:
             assert isinstance(impl, AggregateOperator)
             self.window = WindowAggregator(self.op, impl.aggregate)
         self.senders = senders(topo, name)
+        self.chained = isinstance(impl, ChainedOperator)
 
     @property
     def stateful(self) -> bool:
@@ -108,16 +110,23 @@ class OperatorCore:
             ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
             state = KeyState(store, key_group(ctx.key, self.op.key_groups), ctx.key)
             ctx.state = state
-            result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
+            result = self._process(ev.payload, ctx)
             state.save()
             store.mark_applied(ev.once_key)
             if self.op.state_ttl_s is not None and len(state):
                 self._keep_until(store, state.group, ctx.key, ev.evt + self.op.state_ttl_s)
         else:
-            result = normalise(self.impl.process(ev.payload, ctx), self.name, self.successors)
+            result = self._process(ev.payload, ctx)
         # where several operators feed this one, one id can arrive from each: its
         # outputs carry the sender too, so a later stage does not take them for repeats
         return with_ids(ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}", result)
+
+    def _process(self, payload: Any, ctx: Context) -> Output:
+        """The operator's outputs, checked (a chain checked each member's, then gave them
+        their chained names: not again)."""
+        if self.chained:
+            return self.impl.process(payload, ctx)
+        return normalise(self.impl.process(payload, ctx), self.name, self.successors)
 
     def valve(self, store: Any) -> Valve:
         """The partition's valve, from what its store holds."""
