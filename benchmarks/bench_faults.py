@@ -22,6 +22,10 @@ running total, every window that must have closed out once and exact, and the le
 running sums, against the events file, ``benchmarks/harness/orders_check.py``; a repeated
 output must carry the same value).
 
+``--standby`` (the default; ``--no-standby`` for none): ``up`` starts a second dataplane
+process that waits, warm, for the first one's lease to lapse (``kill:dataplane`` then
+measures the takeover, not a cold start).
+
 Per fault it reports the events sent, completed (distinct ids at the sinks), shed,
 expired, dead-lettered, lost (by id, per stage: ``shared/io/id_ledger.py``), duplicates
 (processings beyond one per id), the restarts the supervisor made, and ``recovered_s``:
@@ -235,7 +239,14 @@ def main() -> None:
     ap.add_argument("--out", default=f"runs/faults-{time.strftime('%Y%m%d-%H%M%S')}")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--stateful", action="store_true", help="the orders pipeline (keyed, windowed)")
+    ap.add_argument(
+        "--standby",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a warm standby dataplane takes over from a killed one (SPS_DATAPLANE_STANDBY)",
+    )
     args = ap.parse_args()
+    os.environ["SPS_DATAPLANE_STANDBY"] = "true" if args.standby else "false"
     out = Path(args.out)
     rows = []
     for fault in [f.strip() for f in args.faults.split(",") if f.strip()]:
