@@ -78,8 +78,9 @@ def plan_slots(
     slots = []
     for j in range(pool):
         s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
-        if progress is not None:
-            s = min(e, max(s, int(progress.get(str(j), 0))))
+        if progress is not None:  # a batch replayed after a restart ends behind it
+            s = max(s, int(progress.get(str(j), 0)))
+            e = max(e, s)
         if j < active:
             slots.append(Slot(j, s, e))
         elif e > s:

@@ -95,6 +95,13 @@ def test_a_slot_starts_where_processing_really_got_to():
     assert slots == [Slot(0, 14, 20), Slot(1, 9, 9)]
 
 
+def test_a_replayed_batch_does_not_read_again_what_an_epoch_served_past_its_end():
+    # the driver restarted: Spark replays a batch planned to end at 20, but the killed
+    # epoch's live reading had processed (and checkpointed) up to 35
+    slots = plan_slots({"0": 10}, {"0": 20}, pool=1, active=1, progress={"0": 35})
+    assert slots == [Slot(0, 35, 35)]  # its live reading starts at 35
+
+
 def test_pack_keeps_idle_live_slots_when_tasks_read_a_window():
     slots = [Slot(0, 0, 10), Slot(1, 0, 0), Slot(2, 0, 0), Slot(3, 0, 0, drain=True)]
     # idle slots 1 and 2 get a task each (they read what arrives); an empty drain none
