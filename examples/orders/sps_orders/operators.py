@@ -1,7 +1,7 @@
 """A shop's orders: a running total per customer (a keyed operator with per-key state)
 and each customer's spend per 10 s of event time (a window operator's aggregate).
 
-A two-stage pipeline over the same orders (``tests/support/orders_check.py`` runs it):
+A two-stage pipeline over the same orders (``benchmarks/harness/orders_check.py`` checks it):
 ``validate`` (stateless) checks each order and turns its amount into integer cents, so
 that sums are exact whatever order they are taken in; ``SpendCents`` is a window's
 aggregate (orders and cents per customer and window); ``ledger``, keyed by customer
