@@ -39,6 +39,7 @@ class Lease:
         self.redis, self.key, self.ttl_ms = redis, key, max(1, int(ttl_s * 1000))
         self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.held = False
+        self._released = threading.Event()
         self._renew = redis.register_script(_RENEW)
 
     def try_acquire(self) -> bool:
@@ -75,6 +76,7 @@ class Lease:
 
     def release(self) -> None:
         """A clean stop hands over at once: the key goes if it is still ours."""
+        self._released.set()  # the renewal stops first: a deleted key is no loss
         if self.held:
             try:
                 self.redis.eval(_RELEASE, 1, self.key, self.me)
@@ -86,8 +88,7 @@ class Lease:
         """Renew every third of the TTL in a daemon thread; ``on_lost`` when lost."""
 
         def loop() -> None:
-            while True:
-                time.sleep(self.ttl_ms / 3000)
+            while not self._released.wait(self.ttl_ms / 3000):
                 if self.renew() is False:
                     self.held = False
                     on_lost()

@@ -45,3 +45,13 @@ def test_a_lost_lease_calls_on_lost(redis_client):
     redis_client.set("t:lease", "someone else")
     thread.join(timeout=5)
     assert len(calls) == 1 and not holder.held
+
+
+def test_a_released_lease_is_not_reported_lost(redis_client):
+    holder = Lease(redis_client, "t:lease", 0.3)
+    assert holder.try_acquire()
+    calls: list[float] = []
+    thread = holder.keep(lambda: calls.append(time.monotonic()))
+    holder.release()
+    thread.join(timeout=5)
+    assert not thread.is_alive() and calls == []

@@ -79,7 +79,7 @@ def test_every_task_serves_as_long_as_the_longest_planned_slot():
 def test_wait_mode_occupies_the_replica_et_per_event():
     clock = Occupancy("wait", 0.01)
     t0 = time.perf_counter()
-    busy = sum(clock.end(time.perf_counter()) for _ in range(20))
+    busy = sum(clock.end(now := time.perf_counter(), now) for _ in range(20))
     clock.settle()
     # 20 events x 10 ms: the replica is busy 200 ms, and no less wall time passes
     assert busy == pytest.approx(0.2)
