@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from queue import SimpleQueue
 
-from elastic_sps.io.knowledge_base import KnowledgeBase, active_count
+from elastic_sps.io.knowledge_base import KnowledgeBase
 from elastic_sps.io.rescale_timeline import record_effect
 from elastic_sps.io.state_store import state_bytes
 from elastic_sps.model.keyed import groups_of_partition, moved_partitions, owner
@@ -66,15 +66,10 @@ class KeyedMoves:
     ) -> None:
         self.g, self.active, self.queues, self.spawn = g, active, queues, spawn
 
-    def count(self) -> int:
-        g = self.g
-        raw = g.r.get(g.keys.active(g.operator))
-        return active_count(raw, g.op.min_replicas, g.op.max_replicas)
-
     def __call__(self, feeds: dict[int, SimpleQueue]) -> None:
         if self.g.o.settings.fixed_replicas:
             return
-        count = self.count()
+        count = self.g.kb.active(self.g.op)
         if count == self.active:
             return
         pool = int(self.g.op.max_replicas)

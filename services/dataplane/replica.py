@@ -51,7 +51,7 @@ class Epoch:
     def due(self, now: float) -> bool:
         return self.checkpoint_s > 0 and now - self.last >= self.checkpoint_s
 
-    def wait_s(self, now: float) -> float | None:
+    def wait_s(self, now: float) -> float:
         """How long a take may block: until the next checkpoint, or the deadline."""
         until = self.deadline if self.checkpoint_s <= 0 else self.last + self.checkpoint_s
         return max(0.0, min(until, self.deadline) - now)
