@@ -297,7 +297,7 @@ def run_group(
     keyed_active: Mapping[str, int] | None = None,
     moves_in_task: bool = False,
 ) -> list[SlotRow]:
-    """``serve_s``: windowed, how long the task serves (``slots.serve_seconds``; the
+    """``serve_s``: windowed, how long the task serves (``source._serve_seconds``; the
     task window when the driver did not say); ``keyed_active``: the counts the epoch
     was planned with of the keyed operators whose moves need new tasks (a change ends
     it); ``moves_in_task``: this operator's moves are handed over inside this task."""
@@ -310,7 +310,7 @@ def run_group(
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})
-        deadline = began + max(window, serve_s)
+        deadline = began + (serve_s or window)
         results = run_windowed(g, slots, records, deadline, stop, moves_in_task)
     else:
         replicas = by_replica(slots)

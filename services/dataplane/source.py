@@ -231,7 +231,7 @@ class OperatorReader(DataSourceStreamReader):
         planned = {
             op: self._plan(op, start, end, active[op], reads.progress) for op in self.operators
         }
-        serve_s = self._serve_seconds(planned)
+        serve_s = self._serve_seconds(planned, warm=start.get(WARM, {}).get("0", 0) == 0)
         tasks: list[InputPartition] = []
         grouped = {op: self._groups(op, slots) for op, slots in planned.items()}
         # a keyed operator spread over several tasks moves its partitions at a new task
@@ -277,17 +277,22 @@ class OperatorReader(DataSourceStreamReader):
             return plan_keyed_slots(s, e, pool, active, progress.get(op), operator=op)
         return plan_slots(s, e, pool, active, progress.get(op), standby=self.windowed)
 
-    def _serve_seconds(self, planned: dict[str, list[Slot]]) -> float:
-        """Windowed: every task of the batch serves as long as its longest planned slot."""
+    def _serve_seconds(self, planned: dict[str, list[Slot]], warm: bool = False) -> float:
+        """Windowed: every task of the batch serves as long as its longest planned slot.
+        The warm-up batch (a fresh query's first) serves one checkpoint interval: the
+        dataplane reports itself healthy after it, and no event waits on its length."""
         if not self.windowed:
             return 0.0
+        window = self.o.task_window_s
+        if warm and self.settings.checkpoint_s > 0:
+            window = min(window, self.settings.checkpoint_s)
         mode = self.settings.cost_mode
         occupancy = [
             t
             for op, slots in planned.items()
             for t in planned_occupancy(slots, mode, self._topology()[op].et_s)
         ]
-        return serve_seconds(self.o.task_window_s, occupancy)
+        return serve_seconds(window, occupancy)
 
     def _record_effects(self, active: dict[str, int]) -> None:
         """This batch is the first with a changed count: the change took effect now

@@ -114,7 +114,6 @@ def operator_from_doc(od: Mapping[str, Any], where: str) -> Operator:
     pool = (int(od.get("min_replicas", 1)), int(od.get("max_replicas", 8)))
     if window is not None and not key:  # a window over all events: one replica holds it
         pool = (1, 1)
-    stateful = bool(key) or window is not None
     return Operator(
         name=str(od["name"]),
         et_ms=float(od["et_ms"]) if od.get("et_ms") is not None else None,
@@ -124,8 +123,7 @@ def operator_from_doc(od: Mapping[str, Any], where: str) -> Operator:
         output=str(od.get("output", "")),
         on_error=str(od.get("on_error", "dead-letter")),
         cpu_share=float(od["cpu_share"]) if od.get("cpu_share") is not None else None,
-        # routed by key: never fused with the operators before or after it
-        chain=flag(od.get("chain", True), f"{where}: chain") and not stateful,
+        chain=flag(od.get("chain", True), f"{where}: chain"),
         key=key,
         window=window,
         key_groups=int(od.get("key_groups", max(DEFAULT_KEY_GROUPS, pool[1]))),

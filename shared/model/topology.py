@@ -45,6 +45,8 @@ class Topology:
     description: str = ""
     source: SourceSpec = field(default_factory=SourceSpec)
     origin: str = field(default="", compare=False)  # its file: relative paths start there
+    # the document's ``chain`` (``from_dict``: true unless it says false): fuse linear runs
+    chain: bool = False
     unchained: Topology | None = field(default=None, compare=False)  # as declared, if chained
     _index: dict[str, Operator] = field(init=False, repr=False, compare=False)
 
@@ -171,10 +173,11 @@ class Topology:
 
     def to_dict(self) -> dict[str, Any]:
         if self.unchained is not None:  # the declared document, chained when loaded
-            return {**self.unchained.to_dict(), "chain": True}
+            return self.unchained.to_dict()
         return {
             "name": self.name,
             "description": self.description,
+            "chain": self.chain,
             "operators": [operator_dict(o) for o in self.operators],
             "edges": [{"from": e.src, "to": e.dst, "fraction": e.fraction} for e in self.edges],
             **({"source": self.source.to_dict()} if self.source.to_dict() else {}),
@@ -216,10 +219,12 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> Topology:
         source = SourceSpec.from_dict(doc.get("source"))
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{origin}: {exc}") from exc
+    chain = flag(doc.get("chain", True), f"{origin}: chain")
     topo = Topology(
-        name, tuple(operators), tuple(edges), str(doc.get("description", "")), source, origin
-    )
-    return chained(topo) if flag(doc.get("chain", False), f"{origin}: chain") else topo
+        name, tuple(operators), tuple(edges), str(doc.get("description", "")), source, origin,
+        chain,
+    )  # fmt: skip
+    return chained(topo) if chain else topo
 
 
 def builtin_names() -> list[str]:
@@ -277,11 +282,14 @@ def chained(topo: Topology) -> Topology:
     Flink chains operators: the run's events pass from one member to the next in the
     replica's process, not over a Kafka topic, so a chain of n costs one hop, not n.
 
-    An edge p -> i joins a chain when it is p's only way out and i's only way in, and p
-    and i would scale alike: the same min/max replicas and ``on_error``, neither has
-    ``chain: false``. The chained operator is named ``first..last``; it is one pool to
-    every policy, and its et (per event entering it) is each member's et times the
-    events that member receives per chain input (the fractions along the run)."""
+    An edge p -> i joins a chain when it is p's only way out and i's only way in, i is
+    stateless (a keyed i needs its events routed by key) and p is not a window (its fired
+    windows leave it on a declaration, not on an event), and p and i would scale alike:
+    the same min/max replicas and ``on_error``, neither has ``chain: false``. A keyed
+    operator so heads a chain of its stateless successors, keeping its key and state.
+    The chained operator is named ``first..last``; it is one pool to every policy, and
+    its et (per event entering it) is each member's et times the events that member
+    receives per chain input (the fractions along the run)."""
     base = topo.declared
     runs: list[list[Operator]] = []
     joined: set[str] = set()
@@ -323,7 +331,8 @@ def _chains_to(base: Topology, op: Operator) -> Operator | None:
         nxt.on_error,
     )
     # an operator writing its own output topic stays whole (a chain has one output)
-    if len(base.predecessors[nxt.name]) == 1 and op.chain and nxt.chain and alike and not op.output:
+    joins = op.chain and nxt.chain and alike and not op.output and op.window is None
+    if len(base.predecessors[nxt.name]) == 1 and joins and not nxt.stateful:
         return nxt
     return None
 
@@ -356,4 +365,7 @@ def _fuse(run: list[Operator], share: list[float]) -> Operator:
         on_error=first.on_error,
         cpu_share=cpu_share,
         members=tuple(run),
+        key=first.key,  # only a chain's head may be keyed (``_chains_to``)
+        key_groups=first.key_groups,
+        state_ttl_s=first.state_ttl_s,
     )

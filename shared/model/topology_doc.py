@@ -75,7 +75,9 @@ class TopologyDoc(BaseModel):
     model_config = _STRICT
     name: str | None = Field(None, description="default: the file's name")
     description: str = ""
-    chain: bool = Field(False, description="fuse linear runs of operators (Flink's chaining)")
+    chain: bool = Field(
+        True, description="fuse linear runs of operators (Flink's chaining); false: none"
+    )
     operators: list[OperatorDoc] = Field(min_length=1)
     edges: list[EdgeDoc] = Field(default_factory=list)
     source: SourceDoc | None = None

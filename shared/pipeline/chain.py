@@ -43,8 +43,10 @@ class ChainedOperator:
 
     def process(self, payload: Any, ctx: Context) -> Output:
         items = [payload]
-        for step in self.steps[:-1]:
+        for k, step in enumerate(self.steps[:-1]):
             items = [out for p in items for _, out in self._call(step, p, ctx)]
+            if k == 0 and ctx.key:  # a keyed head's key and state are its own
+                ctx.key, ctx.state = "", {}
         last = self.steps[-1]
         return [
             (self.renamed.get(dst, dst) if dst is not None else None, out)

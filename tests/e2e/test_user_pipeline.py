@@ -43,9 +43,13 @@ edges:
 # 2 s of event time without a visit for the user. Each record carries `t` = n / 100 s;
 # users u0..u9 have 100 consecutive records each (n < 1000), every later one is `rest`'s.
 VISITS_TTL_S = 2
+# It heads a chain of its stateless successor `visited` (which passes its outputs on):
+# one keyed pool, `visits..visited`, writing `visited`'s output topic.
 VISITS = f"""  - {{name: visits, code: "userpipe.visits:visits", key: "field:user", et_ms: 1,
-     max_replicas: 2, state_ttl_s: {VISITS_TTL_S}, output: user.visits}}
+     max_replicas: 2, state_ttl_s: {VISITS_TTL_S}}}
+  - {{name: visited, et_ms: 0.1, max_replicas: 2, output: user.visits}}
 """
+VISITS_EDGES = "  - {from: source, to: visits}\n  - {from: visits, to: visited}\n"
 VISITS_CODE = '''
 def visits(payload, ctx):
     """A user's visits: how many, the first and the latest record (n) of the user."""
@@ -70,7 +74,7 @@ def _with_visits(root: Path, doc: str) -> str:
         "".join(json.dumps({**r, "t": r["n"] / 100, "user": _user(r["n"])}) + "\n" for r in rows)
     )
     doc = doc.replace("format: json,", 'format: json, time: "field:t",')
-    return doc.replace("edges:\n", VISITS + "edges:\n  - {from: source, to: visits}\n")
+    return doc.replace("edges:\n", VISITS + "edges:\n" + VISITS_EDGES)
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["apart", "chained"])
@@ -82,7 +86,7 @@ def chain(request) -> bool:
 def user_project(tmp_path_factory, chain) -> Path:
     root = tmp_path_factory.mktemp("user-project")
     write_package(root)
-    doc = TOPOLOGY + ("chain: true\n" if chain else "")
+    doc = TOPOLOGY + f"chain: {str(chain).lower()}\n"
     if chain:  # each reading carries its id: the file is read once, never cycled
         doc = doc.replace("format: json,", 'format: json, id: "field:n",')
     write_readings(root / "readings.jsonl", 12_000 if chain else 200, bad_every=50)
@@ -174,13 +178,14 @@ def _rows(path: str) -> list[dict]:
 
 
 def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain):
-    """`visits` live and in `run_local` over the records sent: the same output for each
-    record, the same final state, the same expiry count. By hand: u<j>'s last record
-    is n = 100j + 99 at t = j + 0.99 s, so its state lives until j + 2.99 s; the records
-    sent reach t > 11.99 (n >= 1200), so the watermark passes every u<j>'s (10 keys
-    expire) but never `rest`'s, whose records are 0.01 s apart (its state never lapses,
-    and the input's end expires nothing). No u<j> record comes after its state expired,
-    so however the watermark lags live, no key starts afresh."""
+    """`visits` (live, heading the chain `visits..visited`) and in `run_local` (apart)
+    over the records sent: the same output for each record, the same final state, the
+    same expiry count. By hand: u<j>'s last record is n = 100j + 99 at t = j + 0.99 s, so
+    its state lives until j + 2.99 s; the records sent reach t > 11.99 (n >= 1200), so the
+    watermark passes every u<j>'s (10 keys expire) but never `rest`'s, whose records are
+    0.01 s apart (its state never lapses, and the input's end expires nothing). No u<j>
+    record comes after its state expired, so however the watermark lags live, no key
+    starts afresh."""
     if not chain:
         pytest.skip("the apart run cycles its readings: event times go back")
     sent = user_run["sent"]
@@ -191,7 +196,7 @@ def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain
     rest = {"count": sent - 1000, "first": 1000, "last": sent - 1}
     assert local.expired_state == {"visits": 10}
     assert local.state["visits"] == {"rest": rest}
-    assert user_run["state"]["visits"]["state_expired"] == 10
+    assert user_run["state"]["visits..visited"]["state_expired"] == 10
     live: dict[str, dict] = {}
     for r in _rows(user_run["outputs"]["user.visits"]):
         assert live.setdefault(r["id"], r["value"]) == r["value"], "a repeat differs"

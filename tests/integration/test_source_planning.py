@@ -178,3 +178,14 @@ def test_commit_publishes_the_queue_left_from_the_batchs_reads(redis_url, redis_
     # (100 - 40) + (50 - 30): what the batch up to ``end`` left behind
     assert [(c.operator, c.queued, c.active_replicas) for c in sent] == [("parse", 80, 2)]
     assert nxt["parse"]["0"] == 70
+
+
+def test_the_warm_up_batch_serves_one_checkpoint_interval(redis_url, keys):
+    # cost_mode none: no planned occupancy lengthens a batch beyond its window
+    r = reader(redis_url, keys, ["parse"], partition_ends="registry", task_window_s=5,
+               checkpoint_s=1)  # fmt: skip
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    assert {t.serve_s for t in r.partitions(start, end)} == {1.0}  # a fresh query's first
+    later = r.latestOffset(end, None)
+    assert {t.serve_s for t in r.partitions(end, later)} == {5.0}

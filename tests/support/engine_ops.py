@@ -31,3 +31,11 @@ def interval_join(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     if "shown_at" not in ctx.state:
         return []  # never shown, or shown longer ago than state_ttl_s
     return [(None, {"impression": ctx.key, "after_s": ev["t"] - ctx.state["shown_at"]})]
+
+
+def checked_total(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A stateless step after a keyed one: refuses a total above 100, and says what
+    state and key it was given (a keyed head's are not its own)."""
+    if ev["sum"] > 100:
+        raise ValueError(f"sum {ev['sum']} is above 100")
+    return [(None, {**ev, "tail_saw": [ctx.key, dict(ctx.state)]})]

@@ -230,3 +230,21 @@ def test_benchmark_lists_the_members_measured_and_each_chain_summed(tmp_path, ca
     # keep gets 3.5 words per sentence (4 and 3, declared): its et counts 3.5 times
     split, keep = rows["split"]["et_ms"], rows["keep"]["et_ms"]
     assert rows["split..keep"]["et_ms"] == pytest.approx(split + 3.5 * keep, rel=1e-3)
+
+
+def test_chaining_is_the_default_and_chain_false_at_the_top_keeps_it_so():
+    doc = {
+        "name": "d",
+        "operators": [{"name": "a", "et_ms": 1.0}, {"name": "b", "et_ms": 2.0}],
+        "edges": [{"from": "source", "to": "a"}, {"from": "a", "to": "b"}],
+    }
+    assert from_dict(doc).names == ("a..b",)
+    apart = from_dict({**doc, "chain": False})
+    assert apart.names == ("a", "b")
+    assert from_dict(apart.to_dict()).names == ("a", "b")  # written and read back: apart
+    assert topology.load("twitter").names == (  # the paper sizes each operator
+        "parse",
+        "classify_content",
+        "classify_author",
+        "store",
+    )

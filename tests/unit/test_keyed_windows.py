@@ -71,7 +71,7 @@ def test_keyed_and_window_operators_in_a_topology():
     t = _topo({"name": "total", "et_ms": 1, "key": "field:user.id", "max_replicas": 4})
     op = t["total"]
     assert op.stateful and op.key_path == (("user", "id"),) and op.key_groups == 128
-    assert not op.chain  # routed by key: never fused with its neighbours
+    assert op.chain  # it may head a chain of its stateless successors (test_chaining)
     w = _topo({"name": "count", "et_ms": 1, "window": {"tumbling_s": 5}, "max_replicas": 4})
     assert w["count"].window == WindowSpec("tumbling", 5, 5)
     assert (w["count"].min_replicas, w["count"].max_replicas) == (1, 1)  # over all events

@@ -158,6 +158,7 @@ def test_costs_are_measured_along_the_dag(user_module):
     both are plain CPU work, so their CPU share is high."""
     topo = topology.from_dict(
         {
+            "chain": False,  # each operator apart
             "operators": [
                 {"name": "d", "code": "mypipe.ops:double"},
                 {"name": "s", "code": "mypipe.ops:Scale", "et_ms": 4},
@@ -180,6 +181,7 @@ def test_the_plan_counts_on_no_more_cpu_bound_replicas_than_the_cores_hold():
     cores, and is short (LAS may shed); a waiting one beside it gets its 6."""
     topo = topology.from_dict(
         {
+            "chain": False,  # each operator apart
             "operators": [
                 {"name": "cpu", "et_ms": 2, "cpu_share": 1.0},
                 {"name": "io", "et_ms": 2, "cpu_share": 0.05},
@@ -219,6 +221,7 @@ def test_cpu_bound_operators_get_a_task_per_replica_up_to_the_cores():
 
     topo = topology.from_dict(
         {
+            "chain": False,  # each operator apart
             "operators": [
                 {"name": "cpu", "et_ms": 2, "cpu_share": 0.95},
                 {"name": "io", "et_ms": 2, "cpu_share": 0.05},
@@ -240,6 +243,7 @@ def test_the_cores_cap_rounds_to_the_nearest_whole_replica():
     share is 2 × 0.7 / 0.71 = 1.97 cores, so 2 replicas (not 1); parse's 0.03 → 1."""
     topo = topology.from_dict(
         {
+            "chain": False,  # each operator apart
             "operators": [
                 {"name": "parse", "et_ms": 0.01, "cpu_share": 1.0},
                 {"name": "score", "et_ms": 0.7, "cpu_share": 1.0},

@@ -140,6 +140,7 @@ def test_cores_are_split_among_cpu_bound_operators_by_their_cpu_work():
     a waiting operator (share 0.1) is not limited."""
     t = topology.from_dict(
         {
+            "chain": False,  # each operator apart
             "operators": [
                 {"name": "a", "et_ms": 1, "cpu_share": 1.0},
                 {"name": "b", "et_ms": 3, "cpu_share": 1.0},

@@ -1,0 +1,82 @@
+"""A keyed operator heading a chain of its stateless successors: what fuses (a window
+or a keyed successor never does), and the chain at run time on the engine's core with
+in-memory ports: the head's state once per event, the tail stateless, a tail that raises
+leaving no state write behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from elastic_sps.model.topology import from_dict
+from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.engine import Event, OperatorCore
+from elastic_sps.pipeline.local_store import MemoryStore
+from elastic_sps.pipeline.operators import Context
+
+pytestmark = pytest.mark.unit
+
+OPS = "tests.support.engine_ops"
+
+
+def doc(*ops: dict, edges: list[tuple[str, str]]) -> dict:
+    return {
+        "name": "k",
+        "chain": True,
+        "operators": list(ops),
+        "edges": [{"from": a, "to": b} for a, b in edges],
+    }
+
+
+def keyed_sum_then_check() -> dict:
+    return doc(
+        {"name": "sum", "et_ms": 2.0, "key": "field:key", "code": f"{OPS}:sum_values",
+         "max_replicas": 4, "state_ttl_s": 60},
+        {"name": "check", "et_ms": 0.5, "code": f"{OPS}:checked_total", "max_replicas": 4},
+        {"name": "keyed_after", "et_ms": 1.0, "key": "field:key", "max_replicas": 4},
+        edges=[("source", "sum"), ("sum", "check"), ("check", "keyed_after")],
+    )  # fmt: skip
+
+
+def test_a_keyed_operator_heads_a_chain_of_its_stateless_successors():
+    t = from_dict(keyed_sum_then_check())
+    assert t.names == ("sum..check", "keyed_after")  # a keyed successor stays apart
+    head = t["sum..check"]
+    assert head.stateful and head.key == "field:key" and head.key_groups == 128
+    assert head.state_ttl_s == 60 and head.window is None
+    assert head.et_ms == pytest.approx(2.5)  # 2.0 + 0.5 per event entering it
+
+
+def test_a_window_heads_no_chain_and_nothing_chains_into_a_keyed_operator():
+    window = {"tumbling_s": 10}
+    t = from_dict(
+        doc(
+            {"name": "pre", "et_ms": 1.0, "max_replicas": 4},
+            {"name": "win", "et_ms": 1.0, "key": "field:k", "window": window, "max_replicas": 4},
+            {"name": "post", "et_ms": 1.0, "max_replicas": 4},
+            edges=[("source", "pre"), ("pre", "win"), ("win", "post")],
+        )
+    )
+    assert t.names == ("pre", "win", "post")
+    apart = keyed_sum_then_check()
+    apart["operators"][0]["chain"] = False
+    assert from_dict(apart).names == ("sum", "check", "keyed_after")
+
+
+def test_the_chain_applies_the_heads_state_once_and_its_tail_sees_none():
+    t = from_dict(keyed_sum_then_check())
+    core = OperatorCore(t, "sum..check", open_runnable(t, "sum..check", Context("sum..check")))
+    store, ctx = MemoryStore(), Context("sum..check")
+
+    def send(event_id: str, value: int) -> list:
+        ev = Event(event_id, {"key": "a", "value": value}, 1.0)
+        if core.repeat(ev, store):
+            return ["repeat"]
+        return [(dst, oid, p["sum"], p["tail_saw"]) for dst, oid, p in core.apply(ev, ctx, store)]
+
+    assert send("e1", 30) == [(None, "e1", 30, ["", {}])]
+    assert send("e2", 40) == [(None, "e2", 70, ["", {}])]
+    assert send("e2", 40) == ["repeat"]  # the same id again: applied once
+    with pytest.raises(ValueError, match="sum 120 is above 100"):
+        send("e3", 50)  # the tail refuses it: the head's write goes with it
+    assert store.state() == {"a": {"sum": 70}}
+    assert send("e4", 5) == [(None, "e4", 75, ["", {}])]
