@@ -47,7 +47,8 @@ VISITS_TTL_S = 2
 # one keyed pool, `visits..visited`, writing `visited`'s output topic.
 VISITS = f"""  - {{name: visits, code: "userpipe.visits:visits", key: "field:user", et_ms: 1,
      max_replicas: 2, state_ttl_s: {VISITS_TTL_S}}}
-  - {{name: visited, et_ms: 0.1, max_replicas: 2, output: user.visits}}
+  - {{name: visited, code: "userpipe.visits:visited", et_ms: 0.1, max_replicas: 2,
+     output: user.visits}}
 """
 VISITS_EDGES = "  - {from: source, to: visits}\n  - {from: visits, to: visited}\n"
 VISITS_CODE = '''
@@ -57,6 +58,10 @@ def visits(payload, ctx):
     ctx.state.setdefault("first", payload["n"])
     ctx.state["last"] = payload["n"]
     return [(None, {"user": ctx.key, **ctx.state})]
+
+
+def visited(payload, ctx):
+    return [(None, payload)]
 '''
 
 
