@@ -76,19 +76,30 @@ install: system-deps kafka $(STAMP) ## create .venv, install the project and its
 demo: install ## run the demo (see README)
 	$(VENV)/bin/elastic-sps demo
 
-test: install prometheus docker-deps ## unit, integration and e2e tests, then test-containers
-	$(PY) -m pytest -m "not compose" --durations=20
-	@$(MAKE) --no-print-directory test-containers
-
 # Where a Docker engine answers (or a private one can be started: compose/stack.sh), the
-# integration tests again against testcontainers (but the local-cluster one and Spark's
-# capacity: they test Spark, and the servers they use are the same fixtures), and the compose
-# test; elsewhere the compose test is reported as skipped with the reason.
-test-containers: install ## integration tests on testcontainers + the compose test
+# integration tests run once, against testcontainers, after the rest (but the local-cluster
+# one and Spark's capacity: they test Spark, on the embedded servers), then the compose test;
+# elsewhere every test runs on embedded servers and the compose test is reported as skipped
+# with the reason. One fixture chooses the servers (tests/conftest.py, SPS_TEST_SERVERS).
+ON_CONTAINERS := integration and not cluster and not engine
+
+test: install prometheus docker-deps ## unit, integration and e2e tests (integration on testcontainers where Docker runs), then the compose test
+	@if host=$$(compose/stack.sh engine); then \
+	  export DOCKER_HOST=$$host; \
+	  $(PY) -m pytest -m "not compose and not ($(ON_CONTAINERS))" --durations=20; local=$$?; \
+	  compose/stack.sh build && \
+	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "($(ON_CONTAINERS)) or compose" --durations=10; \
+	  containers=$$?; compose/stack.sh engine-stop; \
+	  [ $$local = 0 ] && [ $$containers = 0 ]; \
+	else \
+	  $(PY) -m pytest -m "not compose" --durations=20 && $(PY) -m pytest -m compose; \
+	fi
+
+test-containers: install ## the integration tests on testcontainers + the compose test
 	@if host=$$(compose/stack.sh engine); then \
 	  export DOCKER_HOST=$$host; \
 	  compose/stack.sh build && \
-	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "(integration and not cluster and not engine) or compose"; \
+	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "($(ON_CONTAINERS)) or compose"; \
 	  status=$$?; compose/stack.sh engine-stop; exit $$status; \
 	else \
 	  $(PY) -m pytest -m compose; \

@@ -15,7 +15,7 @@ from rich.live import Live
 
 from elastic_sps.control.stabilise import Stabilisation
 from elastic_sps.io import id_ledger, rescale_timeline
-from elastic_sps.io.kafka_io import read_topic
+from elastic_sps.io.kafka_io import read_topics
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.redis_client import redis_client
 from elastic_sps.model import topology as topology_mod
@@ -241,22 +241,24 @@ def _collect(ens: Any, topo: topology_mod.Topology, run_dir: Path, tracked: bool
     r = redis_client(ens.redis_url)
     prefix = ens.env["SPS_KEY_PREFIX"]
     ingress = KnowledgeBase(r, prefix).ingress_counts()
-    stats = [s for s in read_topic(ens.bootstrap, topics.stats, max_s=30) if "operators" in s]
+    outputs = sorted({op.output for op in topo.operators if op.output})
+    control = [topics.stats, topics.deadletter, topics.metrics, topics.analysis, topics.actions]
+    read = read_topics(ens.bootstrap, [*control, topics.decisions, *outputs], max_s=60)
+    stats = [s for s in read[topics.stats] if "operators" in s]
     deadletter = run_dir / "deadletter.jsonl"
-    dead_rows = read_topic(ens.bootstrap, topics.deadletter, max_s=30)
-    deadletter.write_text("".join(json.dumps(row) + "\n" for row in dead_rows))
+    deadletter.write_text("".join(json.dumps(row) + "\n" for row in read[topics.deadletter]))
     return Collected(
         counts={k: float(v) for k, v in ingress.items()},
-        metrics=read_topic(ens.bootstrap, topics.metrics, max_s=60),
+        metrics=read[topics.metrics],
         stats=stats,
-        analysis=read_topic(ens.bootstrap, topics.analysis, max_s=30),
-        actions=read_topic(ens.bootstrap, topics.actions, max_s=30),
-        decided=[d for d in read_topic(ens.bootstrap, topics.decisions) if "operator" in d],
+        analysis=read[topics.analysis],
+        actions=read[topics.actions],
+        decided=[d for d in read[topics.decisions] if "operator" in d],
         restarts=dict(ens.restarts),
         stages=id_ledger.stage_accounts(r, prefix, topo.order) if tracked else None,
         completed=id_ledger.completed_count(r, prefix, topo.sinks) if tracked else None,
         changes=rescale_timeline.with_recovery(rescale_timeline.read(r, Keys(prefix)), stats),
-        outputs=copy_outputs(ens.bootstrap, topo, run_dir),
+        outputs=write_outputs({t: read[t] for t in outputs}, run_dir),
         deadletter=deadletter,
         moves=KnowledgeBase(r, prefix).moves(),
         pauses={op.name: KnowledgeBase(r, prefix).pauses(op.name) for op in topo.operators},
@@ -360,12 +362,11 @@ def input_topic(topo: topology_mod.Topology, topics: Any) -> str:
     return topo.source.topics[0] if topo.source.topics else str(topics.ingress)
 
 
-def copy_outputs(bootstrap: str, topo: topology_mod.Topology, run_dir: Path) -> dict[str, str]:
-    """Every output topic to ``<run_dir>/outputs/<topic>.jsonl`` (one ``{"id", "value"}``
-    a line); returns topic -> file."""
+def write_outputs(read: dict[str, list[Any]], run_dir: Path) -> dict[str, str]:
+    """Each output topic's records to ``<run_dir>/outputs/<topic>.jsonl`` (one ``{"id",
+    "value"}`` a line); returns topic -> file."""
     files = {}
-    for topic in sorted({op.output for op in topo.operators if op.output}):
-        rows = read_topic(bootstrap, topic, max_s=60)
+    for topic, rows in read.items():
         path = run_dir / "outputs" / f"{topic}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -10,7 +10,16 @@ from typing import Any
 
 
 def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 20.0) -> list[Any]:
-    """Every JSON record of ``topic`` (all partitions) written before the call; non-JSON
+    """Every JSON record of ``topic`` (all partitions) written before the call
+    (``read_topics``)."""
+    return read_topics(bootstrap, [topic], quiet_s, max_s)[topic]
+
+
+def read_topics(
+    bootstrap: str, topics: list[str], quiet_s: float = 2.0, max_s: float = 20.0
+) -> dict[str, list[Any]]:
+    """Every JSON record of each of ``topics`` (all partitions) written before the call,
+    by topic, read by one consumer (one start and one quiet wait for them all); non-JSON
     records are skipped.
 
     A partition is caught up once it yields a record stamped after the read began, and
@@ -23,9 +32,9 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
 
     from elastic_sps.io.connections import KafkaSecurity
 
-    async def run() -> list[Any]:
+    async def run() -> dict[str, list[Any]]:
         c = AIOKafkaConsumer(
-            topic,
+            *topics,
             bootstrap_servers=bootstrap,
             auto_offset_reset="earliest",
             group_id=None,
@@ -34,7 +43,7 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
         )
         began_ms = time.time() * 1000.0
         await c.start()
-        out: list[Any] = []
+        out: dict[str, list[Any]] = {t: [] for t in topics}
         caught_up: set[Any] = set()
         try:
             quiet = begin = time.monotonic()
@@ -49,7 +58,7 @@ def read_topic(bootstrap: str, topic: str, quiet_s: float = 2.0, max_s: float = 
                             caught_up.add(tp)  # written after the call began: not ours
                             continue
                         try:
-                            out.append(json.loads(m.value))
+                            out[tp.topic].append(json.loads(m.value))
                         except ValueError:
                             continue
         finally:
