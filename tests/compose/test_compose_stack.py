@@ -26,7 +26,8 @@ STACK = ROOT / "compose" / "stack.sh"
 PROJECT = "sps-compose-test"
 PASSWORD = "compose-test-only"
 USER_IMAGE = "sps-compose-test-user:latest"
-OPS = ("square", "offset")
+CHAIN = "square..offset"  # the two operators, chained (the default): one pool
+OPS = (CHAIN,)
 
 TOPOLOGY = """
 name: squares
@@ -193,16 +194,16 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
     r = redis_client()
     sh(str(STACK), "compose", "stop", "analyze", env=stack)
     cli = (sys.executable, "-m", "elastic_sps.services.cli")
-    rescale = ("rescale", "--operator", "square", "--replicas", "3")
+    rescale = ("rescale", "--operator", CHAIN, "--replicas", "3")
     sh(*cli, *rescale, "--bootstrap", "127.0.0.1:9094", env={"PYTHONPATH": str(ROOT)})
     deadline = time.monotonic() + 60
-    while r.get(Keys().active("square")) != b"3":
+    while r.get(Keys().active(CHAIN)) != b"3":
         assert time.monotonic() < deadline, "execute did not apply the rescale"
         time.sleep(0.5)
     sent += replay(stack, seconds=6)
-    batches = KnowledgeBase(r).batches("square")
+    batches = KnowledgeBase(r).batches(CHAIN)
     assert any(b["active"] == 3 and b["slots"] == [0, 1, 2] for b in batches), batches[-5:]
-    executors = {e.split(":")[0] for e in KnowledgeBase(r).executors("square")}
+    executors = {e.split(":")[0] for e in KnowledgeBase(r).executors(CHAIN)}
     assert executors and "dataplane" not in executors, executors  # tasks ran on the workers
     sh(str(STACK), "compose", "start", "analyze", env=stack)
     wait_all_accounted(sent)
