@@ -173,7 +173,7 @@ class Topology:
 
     def to_dict(self) -> dict[str, Any]:
         if self.unchained is not None:  # the declared document, chained when loaded
-            return self.unchained.to_dict()
+            return {**self.unchained.to_dict(), "chain": True}
         return {
             "name": self.name,
             "description": self.description,
