@@ -78,10 +78,11 @@ demo: install ## run the demo (see README)
 
 # Where a Docker engine answers (or a private one can be started: compose/stack.sh), the
 # integration tests run once, against testcontainers, after the rest (but the local-cluster
-# one and Spark's capacity: they test Spark, on the embedded servers), then the compose test;
+# one and Spark's capacity, which test Spark, and a test that restarts an embedded server),
+# then the compose test;
 # elsewhere every test runs on embedded servers and the compose test is reported as skipped
 # with the reason. One fixture chooses the servers (tests/conftest.py, SPS_TEST_SERVERS).
-ON_CONTAINERS := integration and not cluster and not engine
+ON_CONTAINERS := integration and not cluster and not engine and not embedded
 
 test: install prometheus docker-deps ## unit, integration and e2e tests (integration on testcontainers where Docker runs), then the compose test
 	@if host=$$(compose/stack.sh engine); then \

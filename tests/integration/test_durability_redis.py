@@ -18,7 +18,7 @@ from elastic_sps.io.state_store import PartitionStore
 from elastic_sps.services.dataplane.slots import plan_keyed_slots
 from tests.support import servers
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.embedded]
 
 KEYS = Keys("durability")
 OP = "count"
