@@ -63,6 +63,8 @@ def session_conf(settings: DataplaneSettings, master: str) -> dict[str, str]:
         conf.update(forwarded_env())
         if settings.executor_python:
             conf["spark.pyspark.python"] = settings.executor_python
+    else:  # the workers fork from a daemon that has imported the replicas' modules
+        conf["spark.python.daemon.module"] = "elastic_sps.services.dataplane.daemon"
     conf.update(settings.spark_conf)  # the user's word last (k8s image, executor sizes, …)
     return conf
 

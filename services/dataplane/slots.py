@@ -66,11 +66,12 @@ def plan_slots(
 ) -> list[Slot]:
     """Every active slot, plus each inactive slot that still holds events (it drains).
 
-    ``standby``: every other inactive slot too, to serve what reaches it during a task's
-    window. A scale-out then takes effect as soon as the upstream routers read the new
-    count (``replica.GroupRun.routing``, every ``ROUTING_REFRESH_S``), not at the next
-    micro-batch: 0.41 s median later (0.82 s p90) with 0.6 s windows and batches of up
-    to 1.8 s during a spike. An idle standby slot costs a blocked thread.
+    ``standby``: every inactive slot is served for the task's window, its planned range
+    and then what reaches it meanwhile (a declaration is read in the window it arrives
+    in, so an idle partition is empty at the next plan). A scale-out then takes effect
+    as soon as the upstream routers read the new count (``replica.GroupRun.routing``,
+    every ``ROUTING_REFRESH_S``), not at the next micro-batch. An idle standby slot
+    costs a blocked thread.
 
     ``progress``: how far each partition was really processed, when tasks read past their
     planned range (``task_window_s``, ``replica.py``): a slot starts there, not at Spark's
@@ -83,10 +84,10 @@ def plan_slots(
             e = max(e, s)
         if j < active:
             slots.append(Slot(j, s, e))
+        elif standby:  # what it holds, and what reaches it before the window ends
+            slots.append(Slot(j, s, e, standby=True))
         elif e > s:
             slots.append(Slot(j, s, e, drain=True))
-        elif standby:
-            slots.append(Slot(j, s, e, standby=True))
     return slots
 
 

@@ -93,3 +93,23 @@ def test_the_users_operator_package_ships_with_the_project(tmp_path, monkeypatch
     assert {"mypipe/ops.py", "mypipe/__init__.py", "single.py"} <= set(names)
     assert "elastic_sps/model/topology.py" in names
     assert "elastic_sps/services/dataplane/replica.py" in names
+
+
+def test_local_workers_fork_from_a_daemon_that_imported_the_replicas():
+    from elastic_sps.services.dataplane.job import session_conf
+    from elastic_sps.settings import DataplaneSettings
+
+    settings = DataplaneSettings()
+    daemon = "spark.python.daemon.module"
+    assert session_conf(settings, "local[4,4]")[daemon] == "elastic_sps.services.dataplane.daemon"
+    # an executor may hold the project only as the shipped zip: Spark's own daemon
+    assert daemon not in session_conf(settings, "spark://spark-master:7077")
+
+
+def test_the_daemon_preloads_what_imports_and_skips_what_does_not():
+    import gc
+
+    from elastic_sps.services.dataplane.daemon import preload
+
+    assert preload(("json", "no_such_module_here")) == ["json"]
+    gc.unfreeze()  # the test process's heap back to the collector

@@ -29,15 +29,17 @@ def test_active_slots_and_draining_inactive_ones():
 
 def test_standby_slots_wait_in_the_window_for_a_scale_out():
     """With a window, the empty inactive slot 3 is served too (standby), so events routed
-    to it after a scale-out are processed in this batch; the draining slot 2 stays a
-    drain, and a windowed pack keeps the standby slot."""
+    to it after a scale-out are processed in this batch; slot 2, inactive with events
+    left, is served alike (its range, then what still reaches it: a watermark
+    declaration arriving during the window is read in it, not one window later), and a
+    windowed pack keeps the standby slots."""
     start = {"0": 10, "1": 0, "2": 5, "3": 7}
     end = {"0": 20, "1": 0, "2": 9, "3": 7}
     slots = plan_slots(start, end, pool=4, active=2, standby=True)
     assert slots == [
         Slot(0, 10, 20),
         Slot(1, 0, 0),
-        Slot(2, 5, 9, drain=True),
+        Slot(2, 5, 9, standby=True),
         Slot(3, 7, 7, standby=True),
     ]
     assert [s.replica for g in pack(slots, tasks=1, keep_idle=True) for s in g] == [0, 2, 1, 3]
