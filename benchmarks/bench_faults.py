@@ -53,6 +53,7 @@ from confluent_kafka import Producer
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.model.topology import Topology
+from elastic_sps.services.dataplane.daemon import serves_tasks
 from elastic_sps.services.ensemble import demo
 from elastic_sps.settings import ServiceSettings
 from elastic_sps.simulation import recovery
@@ -80,8 +81,8 @@ def inject(fault: str, ens: Any, at_s: float, stop: threading.Event, log: dict) 
 
 
 def kill_python_worker(ens: Any) -> list[int]:
-    """``kill -9`` of the dataplane's Spark Python workers (the processes ``pyspark.daemon``
-    forked, not the daemon itself: an idle one alone fails no task); their pids."""
+    """``kill -9`` of the dataplane's Spark Python workers (the processes Spark's Python
+    daemon forked, not the daemon itself: an idle one alone fails no task); their pids."""
     dataplane = next(c for c in ens.children if c.name == "dataplane").proc.pid
     parents: dict[int, int] = {}
     cmds: dict[int, str] = {}
@@ -99,7 +100,7 @@ def kill_python_worker(ens: Any) -> list[int]:
             pid = parents[pid]
         return pid == dataplane
 
-    daemons = {p for p, c in cmds.items() if "pyspark.daemon" in c and under(p)}
+    daemons = {p for p, c in cmds.items() if serves_tasks(c.split("\0")) and under(p)}
     workers = [p for p in daemons if parents.get(p) in daemons]
     if not workers:
         raise RuntimeError("no Spark Python worker to kill")

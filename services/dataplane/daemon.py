@@ -15,6 +15,17 @@ import contextlib
 import gc
 import importlib
 
+# how Spark starts a daemon that serves tasks: ``python -m <daemon> pyspark.worker``; the
+# workers it forks keep its command line
+DAEMONS = ("pyspark.daemon", "elastic_sps.services.dataplane.daemon")
+
+
+def serves_tasks(argv: list[str]) -> bool:
+    """Whether a process with this command line is a Spark Python daemon that serves
+    tasks, or a worker it forked (others serve the driver's data source calls)."""
+    return len(argv) >= 4 and argv[1] == "-m" and argv[2] in DAEMONS and argv[3] == "pyspark.worker"
+
+
 PRELOADED = (
     "elastic_sps.services.dataplane.replica",
     "elastic_sps.services.dataplane.source",

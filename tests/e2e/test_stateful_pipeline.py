@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from sps_orders.generate import orders
 
+from elastic_sps.services.dataplane.daemon import serves_tasks
 from elastic_sps.services.ensemble import demo
 from elastic_sps.services.execute.client import send_rescale
 from tests.support.orders_check import (
@@ -64,7 +65,7 @@ def _processes() -> dict[int, tuple[int, list[str], int]]:
 
 def _python_workers(dataplane: int) -> list[int]:
     """The dataplane's Spark Python workers, busiest first: under the driver's JVM,
-    ``python -m pyspark.daemon pyspark.worker`` (the daemon that serves tasks; others
+    ``python -m <daemon> pyspark.worker`` (``serves_tasks``: the daemon that serves tasks; others
     serve the driver's data source calls) forks a worker per task slot, reused, with its
     own command line: those children, not the daemon (an idle daemon killed fails no
     task); or ``python -m pyspark.worker`` where Spark runs no daemon."""
@@ -75,10 +76,7 @@ def _python_workers(dataplane: int) -> list[int]:
             pid = procs[pid][0]
         return pid == dataplane
 
-    def tasks_daemon(argv: list[str]) -> bool:
-        return "pyspark.daemon" in argv and "pyspark.worker" in argv
-
-    daemons = {p for p, (_, argv, _) in procs.items() if tasks_daemon(argv) and under(p)}
+    daemons = {p for p, (_, argv, _) in procs.items() if serves_tasks(argv) and under(p)}
     workers = [p for p in daemons if procs[p][0] in daemons]
     workers += [
         p for p, (_, argv, _) in procs.items() if argv[1:3] == ["-m", "pyspark.worker"] and under(p)

@@ -113,3 +113,15 @@ def test_the_daemon_preloads_what_imports_and_skips_what_does_not():
 
     assert preload(("json", "no_such_module_here")) == ["json"]
     gc.unfreeze()  # the test process's heap back to the collector
+
+
+def test_the_daemons_serving_tasks_are_told_by_their_command_line():
+    from elastic_sps.services.dataplane.daemon import serves_tasks
+
+    py = "/venv/bin/python"
+    assert serves_tasks([py, "-m", "elastic_sps.services.dataplane.daemon", "pyspark.worker"])
+    assert serves_tasks([py, "-m", "pyspark.daemon", "pyspark.worker"])
+    # a daemon for the driver's data source calls, a plain worker, the JVM naming the module
+    assert not serves_tasks([py, "-m", "pyspark.daemon", "pyspark.sql.worker.plan"])
+    assert not serves_tasks([py, "-m", "pyspark.worker"])
+    assert not serves_tasks(["java", "--conf", "spark.python.daemon.module=pyspark.daemon"])
