@@ -229,6 +229,14 @@ class DataplaneSettings(ServiceSettings):
         "third of it; a standby process takes over once it lapses.",
         gt=0,
     )
+    standby_boot_wait_s: float = _f(
+        0.0,
+        "With a standby: a dataplane process that finds another holding the lease (one "
+        "restarted after a fault) waits up to this long for the holder's queries to "
+        "finish a batch before it starts Spark, so the holder's recovery has the CPU "
+        "(`up` and `demo` set 60 with SPS_DATAPLANE_STANDBY; 0: start at once).",
+        ge=0,
+    )
     spark_master: str = _f(
         "auto",
         "auto (local[operators x tasks per query]), local[...], spark://..., k8s://...",

@@ -147,11 +147,23 @@ def check_durability(settings: DataplaneSettings, topo: Any) -> None:
         check_keyed_state(r, stateful, settings.require_durable_state)
 
 
-def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
-    """The streaming query serving ``ops``; restarted, it resumes from its checkpoint."""
-    label = "ops" if len(ops) > 1 else ops[0]
+def source_frame(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
+    """The source of the query serving ``ops``, resolved (Spark asks a Python process
+    for its schema): done before a standby waits, its takeover only starts the query."""
+    from elastic_sps.services.dataplane.source import SpsKafkaSource
+
+    spark.dataSource.register(SpsKafkaSource)
     options = SourceOptions.build(settings, topo, ops, cost_mode(settings))
-    df = spark.readStream.format("sps_kafka").options(**options.to_spark()).load()
+    return spark.readStream.format("sps_kafka").options(**options.to_spark()).load()
+
+
+def start_query(
+    spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str], frame: Any = None
+) -> Any:
+    """The streaming query serving ``ops`` (on ``frame``, its ``source_frame`` if already
+    resolved); restarted, it resumes from its checkpoint."""
+    label = "ops" if len(ops) > 1 else ops[0]
+    df = frame if frame is not None else source_frame(spark, settings, topo, ops)
     return (
         df.writeStream.format("noop")
         .queryName(f"op_{label}")
@@ -164,12 +176,12 @@ def start_query(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[st
     )
 
 
-def start_queries(spark: Any, settings: DataplaneSettings, topo: Any) -> list[Any]:
+def start_queries(
+    spark: Any, settings: DataplaneSettings, topo: Any, frame: Any = None
+) -> list[Any]:
     from elastic_sps.io.redis_client import redis_client
-    from elastic_sps.services.dataplane.source import SpsKafkaSource
 
-    spark.dataSource.register(SpsKafkaSource)
-    queries = [start_query(spark, settings, topo, list(topo.names))]
+    queries = [start_query(spark, settings, topo, list(topo.names), frame)]
     kb = KnowledgeBase(redis_client(settings.redis_url), settings.key_prefix)
     kb.record_run({q.name: q.runId for q in queries})
     return queries
@@ -229,13 +241,24 @@ def log_phases(queries: list[Any], seen: dict[str, int]) -> None:
         )
 
 
-def watch(spark: Any, settings: DataplaneSettings, topo: Any, queries: list[Any]) -> None:
+def watch(
+    spark: Any,
+    settings: DataplaneSettings,
+    topo: Any,
+    queries: list[Any],
+    on_serving: Callable[[], None] = lambda: None,
+) -> None:
     """Until a query stops: restart one that failed transiently, raise on anything else
-    (a user's operator that fails too often is named: ``OperatorFailing``)."""
+    (a user's operator that fails too often is named: ``OperatorFailing``).
+    ``on_serving``: once, when every query has finished a batch."""
     restarts = 0
     logged_at, logged_batch = time.monotonic(), dict[str, int]()
+    serving = False
     while True:
         time.sleep(0.5)
+        if not serving and all(q.lastProgress is not None for q in queries):
+            on_serving()
+            serving = True
         if time.monotonic() - logged_at > PROGRESS_LOG_S:
             log_phases(queries, logged_batch)
             logged_at = time.monotonic()
@@ -293,6 +316,12 @@ def run(settings: DataplaneSettings) -> None:
     from elastic_sps.services.dataplane.lease import Lease, lost
 
     configure_logging("dataplane")
+    keys = Keys(settings.key_prefix)
+    r = redis_client(settings.redis_url)
+    lease = Lease(r, keys.dataplane_lease, settings.lease_s)
+    waited = lease.wait_until_holder_serves(keys.dataplane_serving, settings.standby_boot_wait_s)
+    if waited >= 1:
+        log.info("another process holds the lease: started after its first batch (%.1f s)", waited)
     try:
         topo = prepare_topology(settings)
         check_durability(settings, topo)
@@ -302,16 +331,21 @@ def run(settings: DataplaneSettings) -> None:
     create_topics(settings, topo)
     spark = spark_session(settings, spark_master(settings, topo), topo)
     spark.sparkContext.setLogLevel("WARN")
-    r = redis_client(settings.redis_url)
-    lease = Lease(r, Keys(settings.key_prefix).dataplane_lease, settings.lease_s)
     queries: list[Any] = []
     serve_observability(settings, topo, lambda: queries, lease)
+    frame = source_frame(spark, settings, topo, list(topo.names))
     lease.acquire()  # a standby waits here, warm, until the holder's lease lapses
     lease.keep(lost)
-    queries.extend(start_queries(spark, settings, topo))
-    log.info("%d queries running for %s", len(queries), topo.name)
+    began = time.monotonic()
+    queries.extend(start_queries(spark, settings, topo, frame))
+    log.info(
+        "%d queries running for %s (started in %.1f s)",
+        len(queries),
+        topo.name,
+        time.monotonic() - began,
+    )
     try:
-        watch(spark, settings, topo, queries)
+        watch(spark, settings, topo, queries, lambda: lease.serving(keys.dataplane_serving))
     finally:
         for q in queries:
             q.stop()

@@ -65,6 +65,42 @@ class Lease:
             log.warning("lease %s: %s", self.key, exc)
             return False
 
+    def serving(self, key: str) -> None:
+        """This holder's queries finished a batch: a standby may boot now."""
+        self.redis.set(key, self.me)
+
+    def wait_until_holder_serves(self, key: str, timeout_s: float, poll_s: float = 0.25) -> float:
+        """Up to ``timeout_s``, wait while another process holds the lease and has not
+        both said it serves (``key``, after its queries' first batch) and renewed since
+        (a killed holder's key outlives it by up to a lease): a standby booting (its JVM,
+        Spark, the Python imports) beside a holder's first batch after a takeover slowed
+        that batch about as much as the boot took. Ends too when nobody holds the lease
+        on two polls running (a first start, where the processes race for it). Seconds
+        waited."""
+        began = time.monotonic()
+        last_ttl, vacant = None, 0
+        while time.monotonic() - began < timeout_s:
+            try:
+                holder, serving, ttl = self._holder(key)
+            except Exception as exc:  # Redis away: boot, the lease waits for it anyway
+                log.warning("lease %s: %s", self.key, exc)
+                break
+            vacant = vacant + 1 if holder is None else 0
+            renewed = last_ttl is not None and ttl > last_ttl
+            if vacant >= 2 or (holder is not None and holder == serving and renewed):
+                break
+            last_ttl = ttl if holder is not None else None
+            time.sleep(poll_s)
+        return time.monotonic() - began
+
+    def _holder(self, key: str) -> tuple[Any, Any, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(self.key)
+        pipe.get(key)
+        pipe.pttl(self.key)
+        holder, serving, ttl = pipe.execute()
+        return holder, serving, int(ttl)
+
     def renew(self) -> bool | None:
         """True: renewed; False: lost (another process holds it, or it lapsed);
         None: Redis did not answer."""

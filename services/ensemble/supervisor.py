@@ -231,6 +231,9 @@ def up(
             **({"SPS_PARTITION_ENDS": "registry"} if embedded.broker_kind() == "tansu" else {}),
             # wait-bound operators: capacity follows replicas on any laptop (README)
             "SPS_COST_MODE": DataplaneSettings().ensemble_cost_mode(),
+            # with a standby, a dataplane restarted after a fault boots after the new
+            # holder's first batch (``Lease.wait_until_holder_serves``)
+            **({"SPS_STANDBY_BOOT_WAIT_S": "60"} if LocalSettings().dataplane_standby else {}),
             **(extra_env or {}),
             **({"SPS_TAU_MS": str(tau_ms)} if tau_ms is not None else {}),
         }

@@ -70,6 +70,11 @@ class Keys:
         """Which dataplane process runs the queries (``services/dataplane/lease.py``)."""
         return f"{self.prefix}:dp:lease"
 
+    @property
+    def dataplane_serving(self) -> str:
+        """The lease holder whose queries have finished a batch since it took the lease."""
+        return f"{self.prefix}:dp:serving"
+
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"

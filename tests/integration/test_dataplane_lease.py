@@ -3,6 +3,7 @@ takes over once the holder's lease lapses, a holder that lost it is told so."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -55,3 +56,31 @@ def test_a_released_lease_is_not_reported_lost(redis_client):
     holder.release()
     thread.join(timeout=5)
     assert not thread.is_alive() and calls == []
+
+
+def test_a_process_finding_a_holder_boots_once_the_holder_serves(redis_client):
+    holder, restarted = Lease(redis_client, "t:lease", 0.6), Lease(redis_client, "t:lease", 0.6)
+    # nobody holds the lease (a first start): two polls, no more
+    assert restarted.wait_until_holder_serves("t:serving", 30.0, poll_s=0.05) < 30.0
+    assert holder.try_acquire()
+    holder.keep(lambda: None)  # alive: renews every 0.2 s
+    timer = threading.Timer(0.3, holder.serving, args=("t:serving",))
+    timer.start()
+    waited = restarted.wait_until_holder_serves("t:serving", 30.0, poll_s=0.05)
+    assert 0.3 <= waited < 30.0 and redis_client.get("t:serving") == holder.me.encode()
+    holder.release()
+
+
+def test_a_killed_holder_that_served_is_waited_out(redis_client):
+    """Its key outlives it by up to a lease and says it served, but is never renewed:
+    the wait lasts until the key lapses, so the standby's takeover comes first."""
+    dead, restarted = Lease(redis_client, "t:lease", 2.0), Lease(redis_client, "t:lease", 2.0)
+    assert dead.try_acquire()
+    dead.serving("t:serving")
+    assert 1.0 <= restarted.wait_until_holder_serves("t:serving", 30.0, poll_s=0.05) < 30.0
+
+
+def test_the_boot_wait_ends_at_its_timeout(redis_client):
+    stuck, restarted = Lease(redis_client, "t:lease", 60.0), Lease(redis_client, "t:lease", 60.0)
+    assert stuck.try_acquire()  # holds, never serves
+    assert restarted.wait_until_holder_serves("t:serving", 0.2, poll_s=0.05) >= 0.2
