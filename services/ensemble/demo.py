@@ -374,22 +374,38 @@ def write_outputs(read: dict[str, list[Any]], run_dir: Path) -> dict[str, str]:
     return files
 
 
+def _quiet_s(ens: Any) -> float:
+    """The source's idle time, two checkpoints (what a fired window's counters take to
+    show) and two polls of the drain."""
+    from elastic_sps.model.windows import IDLE_S
+
+    env = getattr(ens, "env", {})
+    return float(env.get("SPS_IDLE_S", IDLE_S)) + 2 * float(env.get("SPS_CHECKPOINT_S", 1.0)) + 1
+
+
 def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) -> None:
-    """Wait until the ingress has taken everything and every operator's query has
-    committed up to the partition ends the producers recorded, or time out. Event-driven:
-    a slow machine only takes longer, it does not end the drain early."""
+    """Wait until the ingress has taken everything, every operator's query has committed
+    up to the partition ends the producers recorded, and nothing has moved since for
+    longer than a source partition takes to be declared idle (``_quiet_s``): until
+    then, a partition that stopped first holds windows open, which fire at the idle
+    declaration. Or time out. Event-driven: a slow machine only takes longer, it does not
+    end the drain early."""
     kb = KnowledgeBase(r, prefix)
     deadline = time.monotonic() + drain_s
-    stable = 0
-    last = None
+    quiet_s = _quiet_s(ens)
+    quiet_since, last = time.monotonic(), None
     while time.monotonic() < deadline:
         tick()
         behind = 0
         for op in topo.operators:
             behind += sum(kb.backlog(op.name, op.max_replicas))
-        received = kb.ingress_counts().get("received")
-        stable = stable + 1 if behind == 0 and received == last else 0
-        last = received
-        if stable >= 4:  # 2 s with the ingress idle and every query caught up
+        # what every stage has done (its counters, published at each checkpoint)
+        progress = (
+            kb.ingress_counts().get("received"),
+            [sorted(kb.counts(op.name).items()) for op in topo.operators],
+        )
+        if behind or progress != last:
+            quiet_since, last = time.monotonic(), progress
+        elif time.monotonic() - quiet_since >= quiet_s:
             return
         time.sleep(0.5)

@@ -20,6 +20,7 @@ class StoppedQuery:
     error: str | None
     name: str = "op_ops"
     isActive: bool = False
+    lastProgress: dict | None = None  # stopped before its first batch ended
 
     def exception(self) -> str | None:
         return self.error
@@ -48,6 +49,35 @@ def test_a_worker_timeout_restarts_the_query_then_a_bug_fails_the_dataplane(monk
 def test_a_query_stopped_on_purpose_ends_the_watch(monkeypatch):
     monkeypatch.setattr(job.time, "sleep", lambda s: None)
     job.watch(None, DataplaneSettings(), topology.load("twitter"), [StoppedQuery(None)])
+
+
+class ServingQuery:
+    """Runs three polls of the watch, its first batch done from the second, then stops."""
+
+    name = "op_ops"
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    @property
+    def lastProgress(self) -> dict | None:
+        return {"batchId": 0} if self.polls >= 1 else None
+
+    @property
+    def isActive(self) -> bool:
+        self.polls += 1
+        return self.polls <= 3
+
+    def exception(self) -> None:
+        return None
+
+
+def test_the_watch_says_once_when_every_query_has_finished_a_batch(monkeypatch):
+    monkeypatch.setattr(job.time, "sleep", lambda s: None)
+    said: list[int] = []
+    query = ServingQuery()
+    job.watch(None, DataplaneSettings(), topology.load("twitter"), [query], lambda: said.append(1))
+    assert said == [1]
 
 
 def test_batch_phases_say_where_a_cycle_went():
