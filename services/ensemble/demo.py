@@ -144,7 +144,9 @@ def run(
             warm_ticks,
             events=events,
         )
-        _drain(redis_client(ens.redis_url), ens.env["SPS_KEY_PREFIX"], topo, ens, 90, lambda: None)
+        # the warm-up's events processed; its windows may fire during the replay
+        prefix = ens.env["SPS_KEY_PREFIX"]
+        _drain(redis_client(ens.redis_url), prefix, topo, ens, 90, lambda: None, quiet_s=2.0)
         replayed = _replay_and_drain(
             ens, topo, ticks, events, during, console if live else None, drain_s, warm
         )
@@ -383,16 +385,24 @@ def _quiet_s(ens: Any) -> float:
     return float(env.get("SPS_IDLE_S", IDLE_S)) + 2 * float(env.get("SPS_CHECKPOINT_S", 1.0)) + 1
 
 
-def _drain(r: Any, prefix: str, topo: Any, ens: Any, drain_s: float, tick: Any) -> None:
+def _drain(
+    r: Any,
+    prefix: str,
+    topo: Any,
+    ens: Any,
+    drain_s: float,
+    tick: Any,
+    quiet_s: float | None = None,
+) -> None:
     """Wait until the ingress has taken everything, every operator's query has committed
     up to the partition ends the producers recorded, and nothing has moved since for
-    longer than a source partition takes to be declared idle (``_quiet_s``): until
-    then, a partition that stopped first holds windows open, which fire at the idle
-    declaration. Or time out. Event-driven: a slow machine only takes longer, it does not
-    end the drain early."""
+    longer than a source partition takes to be declared idle (``quiet_s``, by default
+    ``_quiet_s``): until then, a partition that stopped first holds windows open, which
+    fire at the idle declaration. Or time out. Event-driven: a slow machine only takes
+    longer, it does not end the drain early."""
     kb = KnowledgeBase(r, prefix)
     deadline = time.monotonic() + drain_s
-    quiet_s = _quiet_s(ens)
+    quiet_s = _quiet_s(ens) if quiet_s is None else quiet_s
     quiet_since, last = time.monotonic(), None
     while time.monotonic() < deadline:
         tick()
