@@ -39,7 +39,9 @@ def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
     left to the worker, which reports it as it always did."""
     loaded = []
     for name in modules:
-        with contextlib.suppress(ImportError):
+        # any failure (a binary mismatch raises ValueError): the worker meets it again
+        # and reports it with its task, rather than the daemon dying before any task
+        with contextlib.suppress(Exception):
             importlib.import_module(name)
             loaded.append(name)
     # the imported objects never die: out of the collector's way, and their pages shared

@@ -246,19 +246,18 @@ def watch(
     settings: DataplaneSettings,
     topo: Any,
     queries: list[Any],
-    on_serving: Callable[[], None] = lambda: None,
+    on_serving: Callable[[], bool] = lambda: True,
 ) -> None:
     """Until a query stops: restart one that failed transiently, raise on anything else
     (a user's operator that fails too often is named: ``OperatorFailing``).
-    ``on_serving``: once, when every query has finished a batch."""
+    ``on_serving``: when every query has finished a batch, until it returns True."""
     restarts = 0
     logged_at, logged_batch = time.monotonic(), dict[str, int]()
     serving = False
     while True:
         time.sleep(0.5)
         if not serving and all(q.lastProgress is not None for q in queries):
-            on_serving()
-            serving = True
+            serving = on_serving()
         if time.monotonic() - logged_at > PROGRESS_LOG_S:
             log_phases(queries, logged_batch)
             logged_at = time.monotonic()

@@ -34,6 +34,9 @@ return 0
 """
 
 
+VACANT_AFTER_HOLDER_S = 1.0  # a lapsed key seen this long unclaimed: nobody takes over
+
+
 class Lease:
     def __init__(self, redis: Any, key: str, ttl_s: float) -> None:
         self.redis, self.key, self.ttl_ms = redis, key, max(1, int(ttl_s * 1000))
@@ -65,9 +68,15 @@ class Lease:
             log.warning("lease %s: %s", self.key, exc)
             return False
 
-    def serving(self, key: str) -> None:
-        """This holder's queries finished a batch: a standby may boot now."""
-        self.redis.set(key, self.me)
+    def serving(self, key: str) -> bool:
+        """This holder's queries finished a batch: a standby may boot now. False: Redis
+        did not answer (not a loss: said again later)."""
+        try:
+            self.redis.set(key, self.me)
+        except Exception as exc:  # Redis away: the caller says it again
+            log.warning("lease %s: serving not recorded: %s", self.key, exc)
+            return False
+        return True
 
     def wait_until_holder_serves(self, key: str, timeout_s: float, poll_s: float = 0.25) -> float:
         """Up to ``timeout_s``, wait while another process holds the lease and has not
@@ -75,26 +84,33 @@ class Lease:
         (a killed holder's key outlives it by up to a lease): a standby booting (its JVM,
         Spark, the Python imports) beside a holder's first batch after a takeover slowed
         that batch about as much as the boot took. Ends too when nobody holds the lease
-        on two polls running (a first start, where the processes race for it). Seconds
-        waited."""
+        for a poll (a first start, where the processes race for it), or for
+        ``VACANT_AFTER_HOLDER_S`` after a holder (nobody took over). Seconds waited."""
         began = time.monotonic()
-        last_ttl, vacant = None, 0
+        last_ttl, vacant_since, seen = None, None, False
         while time.monotonic() - began < timeout_s:
             try:
                 holder, serving, ttl = self._holder(key)
             except Exception as exc:  # Redis away: boot, the lease waits for it anyway
                 log.warning("lease %s: %s", self.key, exc)
                 break
-            vacant = vacant + 1 if holder is None else 0
-            renewed = last_ttl is not None and ttl > last_ttl
-            if vacant >= 2 or (holder is not None and holder == serving and renewed):
-                break
+            now = time.monotonic()
+            if holder is None:
+                vacant_since = now if vacant_since is None else vacant_since
+                # after a holder: a takeover may be under way (a standby polls 5 times a
+                # second, slower on a loaded machine); before any: a first start
+                if now - vacant_since >= (VACANT_AFTER_HOLDER_S if seen else poll_s):
+                    break
+            else:
+                seen, vacant_since = True, None
+                if holder == serving and last_ttl is not None and ttl > last_ttl:
+                    break
             last_ttl = ttl if holder is not None else None
             time.sleep(poll_s)
         return time.monotonic() - began
 
     def _holder(self, key: str) -> tuple[Any, Any, int]:
-        pipe = self.redis.pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=True)  # one moment: a new key is no renewal
         pipe.get(self.key)
         pipe.get(key)
         pipe.pttl(self.key)

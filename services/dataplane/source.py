@@ -1,8 +1,8 @@
 """The elastic Python Kafka data source. Each micro-batch plans a replica slot per
 *active* replica of every operator (the counts read from the knowledge base as the batch
-is planned), plus a drain slot for each inactive one that still holds events, and packs
-the slots into Spark tasks (``slots.py``); a task runs its slots' replicas
-(``replica.run_group``).
+is planned), plus a slot for each inactive one that still holds events (with epochs,
+every inactive one, served for the window: ``slots.plan_slots``), and packs the slots
+into Spark tasks (``slots.py``); a task runs its slots' replicas (``replica.run_group``).
 
 Spark pickles the reader to its Python workers, so clients are opened lazily, never in
 ``__init__``.

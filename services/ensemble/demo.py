@@ -382,7 +382,9 @@ def _quiet_s(ens: Any) -> float:
     from elastic_sps.model.windows import IDLE_S
 
     env = getattr(ens, "env", {})
-    return float(env.get("SPS_IDLE_S", IDLE_S)) + 2 * float(env.get("SPS_CHECKPOINT_S", 1.0)) + 1
+    # counters are published at each checkpoint, or only at an epoch's end without them
+    checkpoint = float(env.get("SPS_CHECKPOINT_S", 1.0)) or float(env.get("SPS_TASK_WINDOW_S", 5.0))
+    return float(env.get("SPS_IDLE_S", IDLE_S)) + 2 * checkpoint + 1
 
 
 def _drain(

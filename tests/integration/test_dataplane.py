@@ -137,10 +137,12 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         for a in accounts[1:]:
             assert (a.sent, a.processed, a.lost, a.expired, a.dead) == (n, n, 0, 0, 0), a
         batches = KnowledgeBase(r, tag).batches("classify_content")
-        # every micro-batch served exactly the active replicas' slots (plus drains of
-        # inactive slots that still held events), packed into at most one Spark task
+        # every micro-batch served exactly the active replicas' slots (plus the inactive
+        # ones: drains, or with epochs standbys), packed into at most one Spark task
         assert all(b["slots"] == list(range(b["active"])) for b in batches)
-        assert all(min(b["drain"], default=b["active"]) >= b["active"] for b in batches)
+        assert all(
+            min(b["drain"] + b["standby"], default=b["active"]) >= b["active"] for b in batches
+        )
         tasks = int(spark.get("SPS_TASKS_PER_QUERY", "1"))
         assert all(b["tasks"] <= tasks for b in batches)
         # each task's span (start, end, planned records found waiting), after its planning
