@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from elastic_sps.io.embedded import free_port
+from elastic_sps.services.dataplane.daemon import DAEMONS
 
 __all__ = ["ROLES", "ServiceProcess", "cpu_seconds", "cpu_since", "free_port", "spawn"]
 
@@ -23,8 +24,7 @@ ROLES: tuple[tuple[str, str], ...] = (
     ("kafka.Kafka", "broker"),
     ("redis-server", "redis"),
     ("elastic_sps.services.ingress", "ingress"),
-    ("-m pyspark.daemon", "spark python workers"),
-    ("-m elastic_sps.services.dataplane.daemon", "spark python workers"),
+    *((f"-m {module}", "spark python workers") for module in DAEMONS),
     ("org.apache.spark", "spark driver JVM"),
     ("elastic_sps.services.dataplane", "dataplane driver (Python)"),
     ("quix_app.py", "quix-streams"),

@@ -17,7 +17,8 @@ import importlib
 
 # how Spark starts a daemon that serves tasks: ``python -m <daemon> pyspark.worker``; the
 # workers it forks keep its command line
-DAEMONS = ("pyspark.daemon", "elastic_sps.services.dataplane.daemon")
+MODULE = "elastic_sps.services.dataplane.daemon"  # ``spark.python.daemon.module``
+DAEMONS = ("pyspark.daemon", MODULE)
 
 
 def serves_tasks(argv: list[str]) -> bool:

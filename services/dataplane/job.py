@@ -17,6 +17,7 @@ from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.logs import configure_logging
 from elastic_sps.model import topology as topology_mod
+from elastic_sps.services.dataplane import daemon
 from elastic_sps.services.dataplane.cluster import (
     check_executors,
     forwarded_env,
@@ -64,7 +65,7 @@ def session_conf(settings: DataplaneSettings, master: str) -> dict[str, str]:
         if settings.executor_python:
             conf["spark.pyspark.python"] = settings.executor_python
     else:  # the workers fork from a daemon that has imported the replicas' modules
-        conf["spark.python.daemon.module"] = "elastic_sps.services.dataplane.daemon"
+        conf["spark.python.daemon.module"] = daemon.MODULE
     conf.update(settings.spark_conf)  # the user's word last (k8s image, executor sizes, …)
     return conf
 

@@ -81,9 +81,9 @@ class Lease:
     def wait_until_holder_serves(self, key: str, timeout_s: float, poll_s: float = 0.25) -> float:
         """Up to ``timeout_s``, wait while another process holds the lease and has not
         both said it serves (``key``, after its queries' first batch) and renewed since
-        (a killed holder's key outlives it by up to a lease): a standby booting (its JVM,
-        Spark, the Python imports) beside a holder's first batch after a takeover slowed
-        that batch about as much as the boot took. Ends too when nobody holds the lease
+        (a killed holder's key outlives it by up to a lease), so a restarted process's
+        boot does not take the CPU from a new holder's first batch. Ends too when nobody
+        holds the lease
         for a poll (a first start, where the processes race for it), or for
         ``VACANT_AFTER_HOLDER_S`` after a holder (nobody took over). Seconds waited."""
         began = time.monotonic()

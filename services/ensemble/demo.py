@@ -378,13 +378,12 @@ def write_outputs(read: dict[str, list[Any]], run_dir: Path) -> dict[str, str]:
 
 def _quiet_s(ens: Any) -> float:
     """The source's idle time, two checkpoints (what a fired window's counters take to
-    show) and two polls of the drain."""
-    from elastic_sps.model.windows import IDLE_S
-
+    show) and two polls of the drain, as the ensemble's services are set."""
     env = getattr(ens, "env", {})
+    names = ("idle_s", "checkpoint_s", "task_window_s")
+    s = ServiceSettings(**{n: env[f"SPS_{n.upper()}"] for n in names if f"SPS_{n.upper()}" in env})
     # counters are published at each checkpoint, or only at an epoch's end without them
-    checkpoint = float(env.get("SPS_CHECKPOINT_S", 1.0)) or float(env.get("SPS_TASK_WINDOW_S", 5.0))
-    return float(env.get("SPS_IDLE_S", IDLE_S)) + 2 * checkpoint + 1
+    return s.idle_s + 2 * (s.checkpoint_s or s.task_window_s) + 1
 
 
 def _drain(

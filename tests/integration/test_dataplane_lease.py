@@ -60,7 +60,7 @@ def test_a_released_lease_is_not_reported_lost(redis_client):
 
 def test_a_process_finding_a_holder_boots_once_the_holder_serves(redis_client):
     holder, restarted = Lease(redis_client, "t:lease", 0.6), Lease(redis_client, "t:lease", 0.6)
-    # nobody holds the lease (a first start): two polls, no more
+    # nobody holds the lease (a first start): vacant for one poll, no more
     assert restarted.wait_until_holder_serves("t:serving", 30.0, poll_s=0.05) < 30.0
     assert holder.try_acquire()
     holder.keep(lambda: None)  # alive: renews every 0.2 s
