@@ -86,12 +86,18 @@ class GroupRun:
         return Routers(self.view, self.successors, concurrency=self.active, start=slot)
 
     def dead_letter(
-        self, replica: int, msg: Any, failure: Failure, event_id: str | None = None
+        self,
+        replica: int,
+        msg: Any,
+        failure: Failure,
+        event_id: str | None = None,
+        payload: bytes | None = None,
     ) -> None:
+        """``payload``: what failed, when not ``msg``'s value (a fired window's result)."""
         rec = DeadLetter.of(
             f"dataplane:{self.operator}",
             self.topic,
-            msg.value(),
+            msg.value() if payload is None else payload,
             failure.reason,
             partition=replica,
             offset=msg.offset(),

@@ -31,7 +31,7 @@ from elastic_sps.io.watermarks import Declaration, Valve, decode_declaration, is
 from elastic_sps.pipeline.engine import Emitted, Event
 from elastic_sps.pipeline.failures import Failure, describe
 from elastic_sps.pipeline.operators import Context
-from elastic_sps.pipeline.stateful import Late, NoKey
+from elastic_sps.pipeline.stateful import Late, NoKey, WindowResult
 from elastic_sps.services.dataplane.declaring import Declarer, Marks
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.keyed_slot import KeyedSlot, window_envelope
@@ -174,7 +174,7 @@ class SlotRun:
     def _handle(self, msg: Any, offset: int) -> None:
         raw = msg.value()
         if is_declaration(raw):
-            self._declared(decode_declaration(raw))
+            self._declared(decode_declaration(raw), msg)
             return
         ctx = self._ready()
         ev, key = self._decoded.pop(offset, None) or (self._decode(msg), None)
@@ -206,22 +206,42 @@ class SlotRun:
             self.res.marks = Marks(g.r, g.keys.watermarks(g.operator, self.slot.replica))
         return self.res.marks
 
-    def _declared(self, d: Declaration) -> None:
-        """A declaration into the partition: fire what it closes, declare onwards."""
+    def _declared(self, d: Declaration, msg: Any) -> None:
+        """A declaration into the partition (``msg``): fire what it closes, declare
+        onwards."""
         g, store = self.g, self._partition_marks()
         if self.valve is None:
             self.valve = g.core.valve(store)
             self.declarer = Declarer(g.producer, g.declare_to)
         fired = g.core.declare(self.valve, d, store)
         self.res.state_expired += g.core.expire(self.valve, store)
-        if fired:
-            self._ready()
+        ctx = self._ready() if fired else None
         for result in fired:
-            ev = window_envelope(g, result)
-            self._emit(ev, [(None, result.id, result.payload)], result.id.encode())
-            self.res.fired += 1
+            assert ctx is not None
+            outputs = self._fired(result, ctx, msg)
+            if outputs is not None:
+                self._emit(window_envelope(g, result), outputs, result.id.encode())
+                self.res.fired += 1
         assert self.declarer is not None
         self.declarer.offer(g.core.declaration(self.slot.replica, self.valve, store))
+
+    def _fired(self, result: WindowResult, ctx: Context, msg: Any) -> list[Emitted] | None:
+        """A closed window's outputs; ``None``: a member chained after the window raised,
+        and the window's result is dead-lettered (or the guard stops the dataplane)."""
+        g = self.g
+        try:
+            return g.core.fired(result, ctx)
+        except Exception as exc:  # the user's code: any exception is its failure
+            failure = describe(exc)
+            with g.guard_lock:
+                self._fold()
+                g.guard.failed(failure)  # raises OperatorFailing when it must stop
+            self.res.dead += 1
+            if self.res.ids is not None:
+                self.res.ids.add(g.operator, "dead", result.id)
+            payload = orjson.dumps(result.payload, default=_b64)
+            g.dead_letter(self.slot.replica, msg, failure, result.id, payload)
+            return None
 
     def _write_out(self, ctx: Context, now: float) -> None:
         """Send the operator's stacked writes when ``WRITES_BATCH`` are waiting or

@@ -283,10 +283,10 @@ def chained(topo: Topology) -> Topology:
     replica's process, not over a Kafka topic, so a chain of n costs one hop, not n.
 
     An edge p -> i joins a chain when it is p's only way out and i's only way in, i is
-    stateless (a keyed i needs its events routed by key) and p is not a window (its fired
-    windows leave it on a declaration, not on an event), and p and i would scale alike:
-    the same min/max replicas and ``on_error``, neither has ``chain: false``. A keyed
-    operator so heads a chain of its stateless successors, keeping its key and state.
+    stateless (a keyed i needs its events routed by key), and p and i would scale alike:
+    the same min/max replicas and ``on_error``, neither has ``chain: false``. A keyed or
+    window operator so heads a chain of its stateless successors, keeping its key, window
+    and state (a fired window goes through the members after it as an event would).
     The chained operator is named ``first..last``; it is one pool to every policy, and
     its et (per event entering it) is each member's et times the events that member
     receives per chain input (the fractions along the run)."""
@@ -331,7 +331,7 @@ def _chains_to(base: Topology, op: Operator) -> Operator | None:
         nxt.on_error,
     )
     # an operator writing its own output topic stays whole (a chain has one output)
-    joins = op.chain and nxt.chain and alike and not op.output and op.window is None
+    joins = op.chain and nxt.chain and alike and not op.output
     if len(base.predecessors[nxt.name]) == 1 and joins and not nxt.stateful:
         return nxt
     return None
@@ -366,6 +366,7 @@ def _fuse(run: list[Operator], share: list[float]) -> Operator:
         cpu_share=cpu_share,
         members=tuple(run),
         key=first.key,  # only a chain's head may be keyed (``_chains_to``)
+        window=first.window,
         key_groups=first.key_groups,
         state_ttl_s=first.state_ttl_s,
     )

@@ -41,18 +41,28 @@ class ChainedOperator:
     def open(self, ctx: Context) -> None:
         pass  # ``open_runnable`` opened each member under its own name
 
+    @property
+    def head(self) -> Runnable:
+        """The first member's code (a window's aggregate, when a window heads the chain)."""
+        return self.steps[0].runnable
+
     def process(self, payload: Any, ctx: Context) -> Output:
+        head = self._call(self.steps[0], payload, ctx)
+        if len(self.steps) == 1:
+            return self._renamed(head)
+        return [out for _, p in head for out in self.after_head(p, ctx)]
+
+    def after_head(self, payload: Any, ctx: Context) -> Output:
+        """One output of the head (an event's, or a fired window's) through the other
+        members: the chain's outputs under their chained names."""
+        ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
         items = [payload]
-        for k, step in enumerate(self.steps[:-1]):
+        for step in self.steps[1:-1]:
             items = [out for p in items for _, out in self._call(step, p, ctx)]
-            if k == 0 and ctx.key:  # a keyed head's key and state are its own
-                ctx.key, ctx.state = "", {}
-        last = self.steps[-1]
-        return [
-            (self.renamed.get(dst, dst) if dst is not None else None, out)
-            for p in items
-            for dst, out in self._call(last, p, ctx)
-        ]
+        return self._renamed([out for p in items for out in self._call(self.steps[-1], p, ctx)])
+
+    def _renamed(self, result: Output) -> Output:
+        return [(self.renamed.get(dst, dst) if dst is not None else None, p) for dst, p in result]
 
     def _call(self, step: ChainStep, payload: Any, ctx: Context) -> Output:
         ctx.operator = step.name  # what the member's code sees is its own name

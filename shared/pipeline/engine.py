@@ -82,11 +82,12 @@ class OperatorCore:
         self.impl = impl
         self.successors = tuple(e.dst for e in topo.successors[name])
         self.window: WindowAggregator | None = None
-        if self.op.window is not None:
-            assert isinstance(impl, AggregateOperator)
-            self.window = WindowAggregator(self.op, impl.aggregate)
-        self.senders = senders(topo, name)
         self.chained = isinstance(impl, ChainedOperator)
+        if self.op.window is not None:  # a window heads its chain, if any
+            head = impl.head if isinstance(impl, ChainedOperator) else impl
+            assert isinstance(head, AggregateOperator)
+            self.window = WindowAggregator(self.op, head.aggregate)
+        self.senders = senders(topo, name)
 
     @property
     def stateful(self) -> bool:
@@ -140,6 +141,15 @@ class OperatorCore:
         if advanced and self.window is not None:
             return self.window.fire(store, valve.current)
         return []
+
+    def fired(self, result: WindowResult, ctx: Context) -> list[Emitted]:
+        """A closed window's outputs: its result, or what the members chained after the
+        window make of it (their ids from the window's, ``<key>@<start>``). Raises what a
+        member raised."""
+        if not isinstance(self.impl, ChainedOperator) or len(self.impl.steps) == 1:
+            return [(None, result.id, result.payload)]
+        ctx.event_id = result.id
+        return with_ids(result.id, self.impl.after_head(result.payload, ctx))
 
     @staticmethod
     def _keep_until(store: Any, group: int, key: str, until: float) -> None:

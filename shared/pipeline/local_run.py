@@ -156,7 +156,7 @@ class _Runner:
                 self.result.expired_state[name] = self.result.expired_state.get(name, 0) + gone
         for res in fired:
             window = Event(res.id, res.payload, res.event_time, name)
-            self._route(name, [(None, res.id, res.payload)], window)
+            self._route(name, core.fired(res, self.ctx[name]), window)
             self._drain()
         mine = core.declaration(0, valve, self.stores[name])
         if mine != self.declared.get(name):

@@ -1,10 +1,11 @@
 """Nexmark q3, q5 and q7 end to end in one pipeline (real Kafka, Redis, Spark), their
 keyed operators resized mid-stream: PA-SPS under a spike (the keyed operators declare
 2 ms an event, so the peak needs 3 of them) and on-demand requests 1 -> 3 -> 1 on the
-window operators downstream. Every row of q3 equals what ``sps_nexmark.reference``
-computes from the events file alone, and so does every window of q5 and q7 that must have
-closed (its end at most the largest event time sent: once the input is consumed, the
-watermark), each out (``sps_nexmark.check``): a window that never came out fails."""
+window operators downstream, each heading a chain of the stateless operators after it.
+Every row of q3 equals what ``sps_nexmark.reference`` computes from the events file
+alone, and so does every window of q5 and q7 that must have closed (its end at most the
+largest event time sent: once the input is consumed, the watermark), each out
+(``sps_nexmark.check``): a window that never came out fails."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from tests.support.orders_check import outputs_once
 pytestmark = pytest.mark.e2e
 
 TIME = '"field:bid.dateTime|newAuction.dateTime|newPerson.dateTime"'
-# q3, q5 and q7 as examples/nexmark declares them, in one DAG, keyed costs raised
+# q3, q5 and q7 as examples/nexmark declares them, in one DAG, keyed costs raised: each
+# window heads a chain of the stateless operators after it (hottest..q5,
+# per_auction..partial, highest..q7), so its fired windows go on inside its replica
 TOPOLOGY = f"""
 name: nexmark-e2e
 source: {{topics: [nexmark.events], format: json, time: {TIME}}}
@@ -35,13 +38,15 @@ operators:
      max_replicas: 4}}
   - {{name: hottest, code: "sps_nexmark.queries:HotItems", key: "field:start",
      window: {{tumbling_s: 2}}, et_ms: 0.2, max_replicas: 4}}
-  - {{name: q5, code: "sps_nexmark.queries:q5_rows", et_ms: 0.05, output: nexmark.q5}}
+  - {{name: q5, code: "sps_nexmark.queries:q5_rows", et_ms: 0.05, max_replicas: 4,
+     output: nexmark.q5}}
   - {{name: per_auction, code: "sps_nexmark.queries:MaxBids", key: "field:auction",
      window: {{tumbling_s: 10}}, et_ms: 2, max_replicas: 4}}
-  - {{name: partial, code: "sps_nexmark.queries:q7_partial", et_ms: 0.05}}
+  - {{name: partial, code: "sps_nexmark.queries:q7_partial", et_ms: 0.05, max_replicas: 4}}
   - {{name: highest, code: "sps_nexmark.queries:MaxBids", key: "field:window",
      window: {{tumbling_s: 10}}, et_ms: 0.2, max_replicas: 4}}
-  - {{name: q7, code: "sps_nexmark.queries:q7_rows", et_ms: 0.05, output: nexmark.q7}}
+  - {{name: q7, code: "sps_nexmark.queries:q7_rows", et_ms: 0.05, max_replicas: 4,
+     output: nexmark.q7}}
 edges:
   - {{from: source, to: inputs}}
   - {{from: inputs, to: q3}}
@@ -57,11 +62,12 @@ edges:
 
 
 def _resizes(ens, log: dict) -> None:
-    """The window operators downstream to 3 replicas at 4 s, back to 1 at 10 s."""
+    """The window operators downstream (each heading a chain) to 3 replicas at 4 s, back
+    to 1 at 10 s."""
     t0 = time.monotonic()
     for at, n in ((4, 3), (10, 1)):
         time.sleep(max(0.0, at - (time.monotonic() - t0)))
-        for op in ("hottest", "highest"):
+        for op in ("hottest..q5", "highest..q7"):
             send_rescale(ens.bootstrap, op, n)
     log["requested"] = True
 

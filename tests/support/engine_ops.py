@@ -39,3 +39,13 @@ def checked_total(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     if ev["sum"] > 100:
         raise ValueError(f"sum {ev['sum']} is above 100")
     return [(None, {**ev, "tail_saw": [ctx.key, dict(ctx.state)]})]
+
+
+def busy_windows(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A stateless step after a window: keeps windows counting 2 or more (twice, once
+    per half), refuses one counting above 5."""
+    if ev["value"] > 5:
+        raise ValueError(f"window {ev['key']}@{ev['start']} counts {ev['value']}")
+    if ev["value"] < 2:
+        return []
+    return [(None, {"key": ev["key"], "n": ev["value"], "half": h}) for h in (1, 2)]

@@ -1,12 +1,13 @@
-"""A keyed operator heading a chain of its stateless successors: what fuses (a window
-or a keyed successor never does), and the chain at run time on the engine's core with
+"""A keyed or window operator heading a chain of its stateless successors: what fuses (a
+keyed successor never does), and the chain at run time on the engine's core with
 in-memory ports: the head's state once per event, the tail stateless, a tail that raises
-leaving no state write behind."""
+leaving no state write behind, a fired window through the members after it."""
 
 from __future__ import annotations
 
 import pytest
 
+from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model.topology import from_dict
 from elastic_sps.pipeline.chain import open_runnable
 from elastic_sps.pipeline.engine import Event, OperatorCore
@@ -46,20 +47,48 @@ def test_a_keyed_operator_heads_a_chain_of_its_stateless_successors():
     assert head.et_ms == pytest.approx(2.5)  # 2.0 + 0.5 per event entering it
 
 
-def test_a_window_heads_no_chain_and_nothing_chains_into_a_keyed_operator():
-    window = {"tumbling_s": 10}
-    t = from_dict(
-        doc(
-            {"name": "pre", "et_ms": 1.0, "max_replicas": 4},
-            {"name": "win", "et_ms": 1.0, "key": "field:k", "window": window, "max_replicas": 4},
-            {"name": "post", "et_ms": 1.0, "max_replicas": 4},
-            edges=[("source", "pre"), ("pre", "win"), ("win", "post")],
-        )
-    )
-    assert t.names == ("pre", "win", "post")
+def window_then_filter() -> dict:
+    return doc(
+        {"name": "pre", "et_ms": 1.0, "max_replicas": 4},
+        {"name": "win", "et_ms": 1.0, "key": "field:k", "window": {"tumbling_s": 10},
+         "max_replicas": 4},
+        {"name": "busy", "et_ms": 0.5, "code": f"{OPS}:busy_windows", "max_replicas": 4},
+        edges=[("source", "pre"), ("pre", "win"), ("win", "busy")],
+    )  # fmt: skip
+
+
+def test_a_window_heads_a_chain_of_its_stateless_successors():
+    t = from_dict(window_then_filter())
+    assert t.names == ("pre", "win..busy")  # nothing chains into the window
+    head = t["win..busy"]
+    assert head.window is not None and head.window.size_s == 10 and head.key == "field:k"
+    assert head.stateful and head.et_ms == pytest.approx(1.5)
     apart = keyed_sum_then_check()
     apart["operators"][0]["chain"] = False
     assert from_dict(apart).names == ("sum", "check", "keyed_after")
+
+
+def test_a_fired_window_goes_through_the_members_after_it():
+    t = from_dict(window_then_filter())
+    core = OperatorCore(t, "win..busy", open_runnable(t, "win..busy", Context("win..busy")))
+    store, ctx = MemoryStore(), Context("win..busy")
+    valve = core.valve(store)
+    for i, (k, evt) in enumerate([("a", 1), ("a", 2), ("b", 3), ("c", 4), *[("d", 5)] * 6]):
+        assert core.apply(Event(f"e{i}", {"k": k}, evt, "pre"), ctx, store) == []
+    fired = core.declare(valve, Declaration("pre", 0, 4, 10.0), store)
+    assert [r.id for r in fired] == []  # three of pre's four partitions have said nothing
+    for part in (1, 2, 3):
+        fired += core.declare(valve, Declaration("pre", part, 4, 12.0), store)
+    assert sorted(r.id for r in fired) == ["a@0", "b@0", "c@0", "d@0"]
+    by_id = {r.id: r for r in fired}
+    # a counts 2: two outputs, ids from the window's; b and c count 1: dropped
+    assert core.fired(by_id["a@0"], ctx) == [
+        (None, "a@0", {"key": "a", "n": 2, "half": 1}),
+        (None, "a@0/1", {"key": "a", "n": 2, "half": 2}),
+    ]
+    assert core.fired(by_id["b@0"], ctx) == []
+    with pytest.raises(ValueError, match=r"window d@0\.0 counts 6"):
+        core.fired(by_id["d@0"], ctx)
 
 
 def test_the_chain_applies_the_heads_state_once_and_its_tail_sees_none():
