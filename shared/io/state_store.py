@@ -33,7 +33,15 @@ from elastic_sps.io.watermarks import InputMark
 MISSING: Any = object()
 _DELETED: Any = object()
 APPLIED_KEEP_S = 600.0  # how long a partition remembers an applied id (a repeat's window)
-__all__ = ["MISSING", "WATERMARK_FIELD", "Fenced", "PartitionStore", "window_field"]
+__all__ = [
+    "MISSING",
+    "WATERMARK_FIELD",
+    "Fenced",
+    "PartitionStore",
+    "member_kind",
+    "state_owner",
+    "window_field",
+]
 
 # KEYS: committed, epochs, then the keys read; ARGV: partition, offset, epoch, then
 # (op, key index, field) triples: H = HGET, Z = ZSCORE. -1: fenced.
@@ -78,6 +86,17 @@ return 1
 class Fenced(RuntimeError):
     """Another attempt committed this partition since this one opened: apply and emit
     nothing more (the other's effects stand)."""
+
+
+def member_kind(member: str) -> str:
+    """The store kind of a keyed chain member's state (beside its head's ``s``)."""
+    return f"s:{member}"
+
+
+def state_owner(operator: str, kind: str) -> str:
+    """Whose state hashes hold ``kind``: the operator's (``s``), or a keyed chain
+    member's, named after the chain and the member."""
+    return operator if kind == "s" else f"{operator}>{kind[2:]}"
 
 
 def window_field(key: str, start: float | None) -> str:
@@ -132,9 +151,11 @@ class PartitionStore:
 
     # -- reads, fenced ----------------------------------------------------------------------
     def _hash(self, kind: str, group: int) -> str:
-        if kind == "s":
-            return self.keys.state(self.op, group)
-        return self.keys.windows(self.op, group)
+        """``s``: the operator's state; ``s:<member>``: a keyed chain member's
+        (``stateful.MemberStates``); ``w``: windows."""
+        if kind == "w":
+            return self.keys.windows(self.op, group)
+        return self.keys.state(state_owner(self.op, kind), group)
 
     def _fetch(self, values: list[tuple[str, int, str]], ids: list[str]) -> None:
         a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))

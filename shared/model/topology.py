@@ -283,10 +283,11 @@ def chained(topo: Topology) -> Topology:
     replica's process, not over a Kafka topic, so a chain of n costs one hop, not n.
 
     An edge p -> i joins a chain when it is p's only way out and i's only way in, i is
-    stateless (a keyed i needs its events routed by key), and p and i would scale alike:
-    the same min/max replicas and ``on_error``, neither has ``chain: false``. A keyed or
-    window operator so heads a chain of its stateless successors, keeping its key, window
-    and state (a fired window goes through the members after it as an event would).
+    stateless or keyed as the chain's head is (``same_key``: a keyed i needs its events
+    routed by key), and p and i would scale alike: the same min/max replicas and
+    ``on_error``, neither has ``chain: false``. A keyed or window operator so heads a
+    chain of its successors, keeping its key, window and state (a fired window goes
+    through the members after it as an event would).
     The chained operator is named ``first..last``; it is one pool to every policy, and
     its et (per event entering it) is each member's et times the events that member
     receives per chain input (the fractions along the run)."""
@@ -297,7 +298,7 @@ def chained(topo: Topology) -> Topology:
         if name in joined:
             continue
         run = [base[name]]
-        while (nxt := _chains_to(base, run[-1])) is not None:
+        while (nxt := _chains_to(base, run)) is not None:
             run.append(nxt)
         joined.update(op.name for op in run)
         runs.append(run)
@@ -319,8 +320,9 @@ def chained(topo: Topology) -> Topology:
     return replace(base, operators=tuple(fused), edges=edges, unchained=base)
 
 
-def _chains_to(base: Topology, op: Operator) -> Operator | None:
-    """The operator ``op`` chains to, if any (``chained`` says when)."""
+def _chains_to(base: Topology, run: list[Operator]) -> Operator | None:
+    """The operator the chain ``run`` extends to, if any (``chained`` says when)."""
+    op = run[-1]
     out = base.successors[op.name]
     if len(out) != 1:
         return None
@@ -332,9 +334,19 @@ def _chains_to(base: Topology, op: Operator) -> Operator | None:
     )
     # an operator writing its own output topic stays whole (a chain has one output)
     joins = op.chain and nxt.chain and alike and not op.output
-    if len(base.predecessors[nxt.name]) == 1 and joins and not nxt.stateful:
-        return nxt
-    return None
+    if len(base.predecessors[nxt.name]) != 1 or not joins:
+        return None
+    return nxt if not nxt.stateful or same_key(run[0], nxt) else None
+
+
+def same_key(head: Operator, member: Operator) -> bool:
+    """Whether keyed ``member`` may join a chain ``head`` heads: keyed alike (the same
+    key, key groups, no window, no ``state_ttl_s``), so its events' partition is the
+    head's as long as their key is; the chain checks that per event
+    (``elastic_sps.pipeline.chain``)."""
+    alike = (member.key, member.key_groups) == (head.key, head.key_groups)
+    plain = head.window is None and member.window is None
+    return bool(head.key) and alike and plain and head.state_ttl_s is member.state_ttl_s is None
 
 
 def _shares(base: Topology, run: list[Operator]) -> list[float]:
@@ -365,7 +377,7 @@ def _fuse(run: list[Operator], share: list[float]) -> Operator:
         on_error=first.on_error,
         cpu_share=cpu_share,
         members=tuple(run),
-        key=first.key,  # only a chain's head may be keyed (``_chains_to``)
+        key=first.key,  # the head's: a keyed member's is the same (``same_key``)
         window=first.window,
         key_groups=first.key_groups,
         state_ttl_s=first.state_ttl_s,

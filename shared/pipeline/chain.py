@@ -5,15 +5,18 @@ chain goes through the first member, each of its outputs through the next, and s
 the last member's outputs are the chain's, sent on under the names the chained topology
 gives their operators (a member's code names the successors it was written for). A
 member that raises fails the event as a whole (dead-lettered once, with the member named
-in the reason), as an operator would.
+in the reason), as an operator would. A keyed member after a keyed head reads and writes
+its own state of the head's key, saved with the head's when the whole chain returns; an
+output whose key is not the head's fails its event (``KeyChanged``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from elastic_sps.model.topology import Topology
+from elastic_sps.model.topology import Operator, Topology
 from elastic_sps.pipeline.operators import (
     Context,
     Output,
@@ -22,7 +25,12 @@ from elastic_sps.pipeline.operators import (
     normalise,
     open_operator,
 )
-from elastic_sps.pipeline.stateful import AggregateOperator, Count, open_aggregate
+from elastic_sps.pipeline.stateful import AggregateOperator, Count, event_key, open_aggregate
+
+
+class KeyChanged(ValueError):
+    """A keyed member's event whose key is not its chain head's: it belongs to another
+    partition, whose state this replica does not hold."""
 
 
 @dataclass
@@ -30,6 +38,7 @@ class ChainStep:
     name: str
     runnable: Runnable
     successors: tuple[str, ...]  # the member's own: the next member, or the chain's
+    keyed: Operator | None = None  # a keyed member after the head (``same_key``)
 
 
 @dataclass
@@ -37,6 +46,8 @@ class ChainedOperator:
     name: str
     steps: tuple[ChainStep, ...]
     renamed: dict[str, str]  # a declared successor's name -> its chained operator's
+    # a keyed member's ``ctx.state`` for the event's key, set by the engine's core per event
+    member_state: Callable[[str], Any] | None = None
 
     def open(self, ctx: Context) -> None:
         pass  # ``open_runnable`` opened each member under its own name
@@ -55,24 +66,43 @@ class ChainedOperator:
     def after_head(self, payload: Any, ctx: Context) -> Output:
         """One output of the head (an event's, or a fired window's) through the other
         members: the chain's outputs under their chained names."""
+        key = ctx.key
         ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
         items = [payload]
         for step in self.steps[1:-1]:
-            items = [out for p in items for _, out in self._call(step, p, ctx)]
-        return self._renamed([out for p in items for out in self._call(self.steps[-1], p, ctx)])
+            items = [out for p in items for _, out in self._call(step, p, ctx, key)]
+        last = self.steps[-1]
+        return self._renamed([out for p in items for out in self._call(last, p, ctx, key)])
 
     def _renamed(self, result: Output) -> Output:
         return [(self.renamed.get(dst, dst) if dst is not None else None, p) for dst, p in result]
 
-    def _call(self, step: ChainStep, payload: Any, ctx: Context) -> Output:
+    def _call(self, step: ChainStep, payload: Any, ctx: Context, head_key: str = "") -> Output:
         ctx.operator = step.name  # what the member's code sees is its own name
         try:
+            if step.keyed is not None:
+                ctx.key = self._member_key(step.keyed, payload, head_key)
+                assert self.member_state is not None
+                ctx.state = self.member_state(step.name)
             return normalise(step.runnable.process(payload, ctx), step.name, step.successors)
         except Exception as exc:  # the member's failure: say which member, then re-raise
             exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")
             raise
         finally:
             ctx.operator = self.name
+            if step.keyed is not None:
+                ctx.key, ctx.state = "", {}
+
+    def _member_key(self, member: Operator, payload: Any, head_key: str) -> str:
+        """A keyed member's key for ``payload``: the head's, or the event fails."""
+        key = event_key(member, payload)  # NoKey: the event's fate, as unchained
+        if key != head_key:
+            raise KeyChanged(
+                f"keyed operator {member.name!r} got key {key!r} in a chain whose head "
+                f"{self.steps[0].name!r} has key {head_key!r}: a chained member reads only "
+                f"its head's key; set `chain: false` on {member.name!r} to route by key"
+            )
+        return key
 
     def close(self) -> None:
         for step in self.steps:
@@ -90,13 +120,15 @@ def open_runnable(topo: Topology, name: str, ctx: Context) -> Runnable:
         renamed = {(o.members[0].name if o.members else o.name): o.name for o in topo.operators}
         if not op.members and all(renamed[e.dst] == e.dst for e in declared.successors[name]):
             return open_runnable(declared, name, ctx)  # nothing to chain or rename
+        members = op.members or (declared[name],)
         steps = tuple(
             ChainStep(
                 m.name,
                 open_runnable(declared, m.name, Context(m.name, ctx.redis, ctx.prefix, ctx.writes)),
                 tuple(e.dst for e in declared.successors[m.name]),
+                m if k > 0 and m.key else None,
             )
-            for m in op.members or (declared[name],)
+            for k, m in enumerate(members)
         )
         return ChainedOperator(name, steps, renamed)
     if op.window is not None:

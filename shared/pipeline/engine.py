@@ -32,6 +32,7 @@ from elastic_sps.pipeline.operators import Context, Output, Runnable, normalise
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
     KeyState,
+    MemberStates,
     Store,
     WindowAggregator,
     WindowResult,
@@ -83,6 +84,9 @@ class OperatorCore:
         self.successors = tuple(e.dst for e in topo.successors[name])
         self.window: WindowAggregator | None = None
         self.chained = isinstance(impl, ChainedOperator)
+        self.keyed_chain = isinstance(impl, ChainedOperator) and any(
+            step.keyed is not None for step in impl.steps
+        )
         if self.op.window is not None:  # a window heads its chain, if any
             head = impl.head if isinstance(impl, ChainedOperator) else impl
             assert isinstance(head, AggregateOperator)
@@ -111,8 +115,15 @@ class OperatorCore:
             ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
             state = KeyState(store, key_group(ctx.key, self.op.key_groups), ctx.key)
             ctx.state = state
+            members = None
+            if self.keyed_chain:  # its keyed members' states of the key
+                assert isinstance(self.impl, ChainedOperator)
+                members = MemberStates(store, state.group, ctx.key)
+                self.impl.member_state = members.of
             result = self._process(ev.payload, ctx)
             state.save()
+            if members is not None:
+                members.save()
             store.mark_applied(ev.once_key)
             if self.op.state_ttl_s is not None and len(state):
                 self._keep_until(store, state.group, ctx.key, ev.evt + self.op.state_ttl_s)

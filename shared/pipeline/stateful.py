@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from elastic_sps.io.state_store import MISSING, window_field
+from elastic_sps.io.state_store import MISSING, member_kind, window_field
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.records import lookup_first
 from elastic_sps.model.topology import Operator
@@ -49,9 +49,10 @@ class KeyState(MutableMapping[str, Any]):
     reach the store only when the operator returns (``save``): an event whose operator
     raises leaves no write behind."""
 
-    def __init__(self, store: Store, group: int, key: str) -> None:
-        self._store, self.group, self._key = store, group, key
-        found = store.get("s", group, key)
+    def __init__(self, store: Store, group: int, key: str, kind: str = "s") -> None:
+        """``kind``: ``s``, or a keyed chain member's ``s:<member>`` (``MemberStates``)."""
+        self._store, self.group, self._key, self._kind = store, group, key, kind
+        found = store.get(kind, group, key)
         # a copy: the operator may change nested values in place before it raises
         self._data: dict[str, Any] = (
             orjson.loads(orjson.dumps(found)) if found is not MISSING else {}
@@ -62,9 +63,9 @@ class KeyState(MutableMapping[str, Any]):
         if not self._changed:
             return
         if self._data:
-            self._store.put("s", self.group, self._key, self._data)
+            self._store.put(self._kind, self.group, self._key, self._data)
         else:
-            self._store.delete("s", self.group, self._key)
+            self._store.delete(self._kind, self.group, self._key)
 
     def __getitem__(self, name: str) -> Any:
         value = self._data[name]
@@ -154,12 +155,33 @@ class AggregateOperator:
         pass
 
 
+class MemberStates:
+    """A keyed chain's members' states of one key, each a ``KeyState`` of its own kind
+    (``s:<member>``), opened at a member's first call for the event, saved with the
+    head's (``save``) once the whole chain returned."""
+
+    def __init__(self, store: Store, group: int, key: str) -> None:
+        self.store, self.group, self.key = store, group, key
+        self.opened: dict[str, KeyState] = {}
+
+    def of(self, member: str) -> KeyState:
+        if member not in self.opened:
+            self.opened[member] = KeyState(self.store, self.group, self.key, member_kind(member))
+        return self.opened[member]
+
+    def save(self) -> None:
+        for state in self.opened.values():
+            state.save()
+
+
 def state_fields(op: Operator, key: str, t: float) -> list[tuple[str, int, str]]:
     """The store entries an event with ``key`` (``event_key``) will read: its key's
-    state, or its windows' accumulators (a session: the key's sessions)."""
+    state (a keyed chain's: each keyed member's too), or its windows' accumulators (a
+    session: the key's sessions)."""
     g = key_group(key, op.key_groups)
     if op.window is None:
-        return [("s", g, key)]
+        kinds = ["s"] + [member_kind(m.name) for m in op.members[1:] if m.key]
+        return [(kind, g, key) for kind in kinds]
     if op.window.kind == "session":
         return [("w", g, window_field(key, None))]
     return [("w", g, window_field(key, start)) for start, _ in op.window.assign(t)]

@@ -49,3 +49,15 @@ def busy_windows(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     if ev["value"] < 2:
         return []
     return [(None, {"key": ev["key"], "n": ev["value"], "half": h}) for h in (1, 2)]
+
+
+def relabel(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A stateless step that moves a sum of exactly 13 to another key."""
+    return [(None, {**ev, "key": ev["key"] + "'" if ev["sum"] == 13 else ev["key"]})]
+
+
+def tally(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A keyed step counting the sums it saw per key, the last one kept."""
+    ctx.state["n"] = ctx.state.get("n", 0) + 1
+    ctx.state["last"] = ev["sum"]
+    return [(None, {"key": ctx.key, **ctx.state})]

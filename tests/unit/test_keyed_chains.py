@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from elastic_sps.io.watermarks import Declaration
+from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import from_dict
-from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.chain import KeyChanged, open_runnable
 from elastic_sps.pipeline.engine import Event, OperatorCore
 from elastic_sps.pipeline.local_store import MemoryStore
 from elastic_sps.pipeline.operators import Context
@@ -40,7 +41,8 @@ def keyed_sum_then_check() -> dict:
 
 def test_a_keyed_operator_heads_a_chain_of_its_stateless_successors():
     t = from_dict(keyed_sum_then_check())
-    assert t.names == ("sum..check", "keyed_after")  # a keyed successor stays apart
+    # keyed as the head is, but the head keeps state_ttl_s: apart (``same_key``)
+    assert t.names == ("sum..check", "keyed_after")
     head = t["sum..check"]
     assert head.stateful and head.key == "field:key" and head.key_groups == 128
     assert head.state_ttl_s == 60 and head.window is None
@@ -109,3 +111,44 @@ def test_the_chain_applies_the_heads_state_once_and_its_tail_sees_none():
         send("e3", 50)  # the tail refuses it: the head's write goes with it
     assert store.state() == {"a": {"sum": 70}}
     assert send("e4", 5) == [(None, "e4", 75, ["", {}])]
+
+
+def keyed_into_keyed(**tally_extra: object) -> dict:
+    return doc(
+        {"name": "sum", "et_ms": 2.0, "key": "field:key", "code": f"{OPS}:sum_values",
+         "max_replicas": 4},
+        {"name": "relabel", "et_ms": 0.5, "code": f"{OPS}:relabel", "max_replicas": 4},
+        {"name": "tally", "et_ms": 1.0, "key": "field:key", "code": f"{OPS}:tally",
+         "max_replicas": 4, **tally_extra},
+        edges=[("source", "sum"), ("sum", "relabel"), ("relabel", "tally")],
+    )  # fmt: skip
+
+
+def test_a_keyed_operator_chains_into_one_keyed_alike():
+    t = from_dict(keyed_into_keyed())
+    assert t.names == ("sum..tally",)
+    assert t["sum..tally"].key == "field:key" and t["sum..tally"].et_ms == pytest.approx(3.5)
+    for apart in ({"key": "field:other"}, {"key_groups": 64}, {"chain": False}):
+        assert from_dict(keyed_into_keyed(**apart)).names == ("sum..relabel", "tally"), apart
+
+
+def test_a_keyed_member_keeps_its_own_state_of_the_heads_key_applied_once():
+    t = from_dict(keyed_into_keyed())
+    core = OperatorCore(t, "sum..tally", open_runnable(t, "sum..tally", Context("sum..tally")))
+    store, ctx = MemoryStore(), Context("sum..tally")
+
+    def send(event_id: str, value: int) -> list:
+        ev = Event(event_id, {"key": "a", "value": value}, 1.0)
+        if core.repeat(ev, store):
+            return ["repeat"]
+        return [p for _, _, p in core.apply(ev, ctx, store)]
+
+    assert send("e1", 5) == [{"key": "a", "n": 1, "last": 5}]
+    assert send("e2", 4) == [{"key": "a", "n": 2, "last": 9}]
+    assert send("e2", 4) == ["repeat"]  # the chain's effects once: the head's and tally's
+    # relabel moves a sum of 13 to key "a'": not this partition's, the event fails whole
+    with pytest.raises(KeyChanged, match='got key "a\'" in a chain whose head'):
+        send("e3", 4)
+    assert store.state() == {"a": {"sum": 9}}  # the head's write went with it
+    assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 9}
+    assert send("e4", 1) == [{"key": "a", "n": 3, "last": 10}]

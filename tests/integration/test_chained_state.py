@@ -1,0 +1,160 @@
+"""Chains that hold state, through the real per-event steps on a real redis-server and
+broker: a keyed operator chained into one keyed alike keeps its own state of the head's
+key, committed with the head's and the offset, each event's effects once, and an output
+whose key is not the head's dead-lettered with the reason; a window heading a chain
+sends each fired window through the members after it, and a member that raises on one
+dead-letters that window's result."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+import yaml
+
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.kafka_io import read_topics
+from elastic_sps.io.state_store import PartitionStore
+from elastic_sps.io.topics import Topics
+from elastic_sps.io.watermarks import Declaration
+from elastic_sps.model import topology
+from elastic_sps.model.keyed import key_group
+from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.publishing import publish
+from elastic_sps.services.dataplane.replica import Replica
+from elastic_sps.services.dataplane.slots import Slot
+from elastic_sps.settings import DataplaneSettings
+
+pytestmark = pytest.mark.integration
+
+OPS = "tests.support.engine_ops"
+
+
+class Record:
+    """A consumed record as the steps read it (confluent-kafka's Message's accessors)."""
+
+    def __init__(self, offset: int, value: bytes) -> None:
+        self._o, self._v = offset, value
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._o
+
+    def value(self) -> bytes:
+        return self._v
+
+    def key(self) -> bytes | None:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, int(time.time() * 1000))
+
+
+def event(offset: int, event_id: str, evt: float, **payload: Any) -> tuple[Any, float]:
+    body = Envelope(event_id, time.time(), "source", payload, evt=evt).encode()
+    return Record(offset, body), time.perf_counter()
+
+
+def declared(offset: int, wm: float) -> tuple[Any, float]:
+    return Record(offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
+
+
+def group_of(doc: dict, name: str, bootstrap: str, redis_url: str, tmp_path: Any) -> GroupRun:
+    tag = f"cs{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "chain.yaml"
+    path.write_text(yaml.safe_dump({**doc, "name": tag}))
+    topo = topology.load(path)
+    assert name in topo.names
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=bootstrap,
+        redis_url=redis_url,
+        key_prefix=tag,
+        topics=Topics(deadletter=f"{tag}.deadletter"),
+    )
+    return GroupRun(SourceOptions.build(settings, topo, [name], "none"), name, 1)
+
+
+def serve(g: GroupRun, records: list[tuple[Any, float]]) -> None:
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    replica.take_in(records)
+    publish(g, replica.finish())
+    g.producer.flush()
+
+
+def test_a_keyed_member_keeps_its_state_of_the_heads_key_once_per_event(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    out = f"chain-{uuid.uuid4().hex[:6]}"
+    doc = {
+        "operators": [
+            {"name": "sum", "code": f"{OPS}:sum_values", "key": "field:key", "et_ms": 0.1,
+             "max_replicas": 2},
+            {"name": "relabel", "code": f"{OPS}:relabel", "et_ms": 0.1, "max_replicas": 2},
+            {"name": "tally", "code": f"{OPS}:tally", "key": "field:key", "et_ms": 0.1,
+             "max_replicas": 2, "output": out},
+        ],
+        "edges": [{"from": a, "to": b} for a, b in
+                  [("source", "sum"), ("sum", "relabel"), ("relabel", "tally")]],
+    }  # fmt: skip
+    g = group_of(doc, "sum..tally", kafka_bootstrap, redis_url, tmp_path)
+    a = {"key": "a"}
+    serve(
+        g,
+        [
+            event(0, "e1", 1.0, **a, value=5),
+            event(1, "e2", 1.0, **a, value=4),
+            event(2, "e2", 1.0, **a, value=4),  # a repeat from upstream: applied once
+            event(3, "e3", 1.0, **a, value=4),  # 13: relabelled to "a'", not this key
+            event(4, "e4", 1.0, **a, value=1),
+        ],
+    )
+    store = PartitionStore(g.r, g.keys, "sum..tally", 0)
+    group = key_group("a", g.op.key_groups)
+    assert store.committed == 5
+    assert store.get("s", group, "a") == {"sum": 10}
+    assert store.get("s:tally", group, "a") == {"n": 3, "last": 10}
+    topics = read_topics(kafka_bootstrap, [out, g.o.deadletter_topic], quiet_s=1.0)
+    assert [(r["id"], r["value"]["n"], r["value"]["last"]) for r in topics[out]] == [
+        ("e1", 1, 5),
+        ("e2", 2, 9),
+        ("e4", 3, 10),
+    ]
+    (letter,) = topics[g.o.deadletter_topic]
+    assert letter["event_id"] == "e3" and letter["error_type"] == "KeyChanged"
+    assert "set `chain: false` on 'tally'" in letter["reason"]
+
+
+def test_a_fired_window_goes_through_its_chain_and_a_failing_one_is_dead_lettered(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    out = f"windows-{uuid.uuid4().hex[:6]}"
+    doc = {
+        "operators": [
+            {"name": "win", "key": "field:k", "window": {"tumbling_s": 10}, "et_ms": 0.1,
+             "max_replicas": 2},
+            {"name": "busy", "code": f"{OPS}:busy_windows", "et_ms": 0.1, "max_replicas": 2,
+             "output": out},
+        ],
+        "edges": [{"from": "source", "to": "win"}, {"from": "win", "to": "busy"}],
+    }  # fmt: skip
+    g = group_of(doc, "win..busy", kafka_bootstrap, redis_url, tmp_path)
+    keys = ["a", "a", "b", *["d"] * 6, "a"]
+    records = [event(i, f"e{i}", 1.0 + i, k=k) for i, k in enumerate(keys[:-1])]
+    records.append(declared(9, 10.5))  # closes [0, 10): a counts 2, b 1, d 6
+    records.append(event(10, "e10", 11.0, k="a"))  # in the next window, still open
+    serve(g, records)
+    topics = read_topics(kafka_bootstrap, [out, g.o.deadletter_topic], quiet_s=1.0)
+    assert sorted((r["id"], r["value"]["n"], r["value"]["half"]) for r in topics[out]) == [
+        ("a@0", 2, 1),
+        ("a@0/1", 2, 2),
+    ]
+    (letter,) = topics[g.o.deadletter_topic]
+    assert letter["event_id"] == "d@0" and letter["error_type"] == "ValueError"
+    assert "counts 6" in letter["reason"] and '"value":6' in letter["payload"]
+    assert PartitionStore(g.r, g.keys, "win..busy", 0).oldest_end() == 20.0
