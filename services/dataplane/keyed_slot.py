@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.state_store import PartitionStore
-from elastic_sps.model.topology import Operator
-from elastic_sps.pipeline.stateful import NoKey, WindowResult, event_key, state_fields
+from elastic_sps.pipeline.stateful import WindowResult, key_or_none, state_fields
 from elastic_sps.services.dataplane.group import GroupRun
 
 log = logging.getLogger("sps.dataplane")
@@ -66,15 +64,6 @@ class KeyedSlot:
                 self.store.committed,
             )
         return done
-
-
-def key_or_none(op: Operator, payload: Any) -> str | None:
-    """``payload``'s key for ``op``; None when it has none (the engine's ``NoKey`` then
-    gives the event its fate)."""
-    try:
-        return event_key(op, payload)
-    except NoKey:
-        return None
 
 
 def window_envelope(g: GroupRun, result: WindowResult) -> Envelope:

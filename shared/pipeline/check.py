@@ -96,7 +96,26 @@ def check(
     report.events = len(samples)
     report.findings += raised_findings(report.run, client is not None)
     report.findings += key_findings(topo, samples)
+    report.findings += rekeyed_findings(report.run)
     return report
+
+
+def rekeyed_findings(run: LocalRun) -> list[Finding]:
+    """A keyed operator chained after a keyed head that gets sample events under another
+    key than the head's: live, each would be dead-lettered (``KeyChanged``)."""
+    by_member: dict[str, list[tuple[str, str, str, str]]] = defaultdict(list)
+    for found in run.rekeyed:
+        by_member[found[0]].append(found)
+    return [
+        Finding(
+            "error",
+            f"operator {name!r} is chained after a keyed operator on the same key, but "
+            f"{len(seen)} sample event(s) reach it under another key (first: {seen[0][1]!r} "
+            f"with key {seen[0][3]!r}, its chain's head had {seen[0][2]!r}): chained, each "
+            f"would be dead-lettered; set `chain: false` on {name!r}",
+        )
+        for name, seen in by_member.items()
+    ]
 
 
 def key_findings(topo: Topology, samples: list[Any]) -> list[Finding]:

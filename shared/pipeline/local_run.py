@@ -33,7 +33,7 @@ from elastic_sps.pipeline.failures import OperatorFailing, describe
 from elastic_sps.pipeline.local_store import MemoryStore
 from elastic_sps.pipeline.operators import Context, DiscardedWrites
 from elastic_sps.pipeline.samples import record_bytes
-from elastic_sps.pipeline.stateful import Late
+from elastic_sps.pipeline.stateful import Late, key_or_none
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,10 @@ class LocalRun:
     event id) of events whose windows had closed; ``state``: each keyed operator's
     per-key ``ctx.state`` at the end; ``received``: events in, per operator;
     ``repeats``: per keyed or window operator, events it had applied already (same id);
-    ``expired_state``: per operator with ``state_ttl_s``, keys whose state expired."""
+    ``expired_state``: per operator with ``state_ttl_s``, keys whose state expired;
+    ``rekeyed``: (operator, event id, its chain head's key, its own) for each event a
+    keyed chain member got with another key than its head's (chained, it fails:
+    ``KeyChanged``)."""
 
     outputs: dict[str, list[Any]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
@@ -63,6 +66,7 @@ class LocalRun:
     received: dict[str, int] = field(default_factory=dict)
     repeats: dict[str, int] = field(default_factory=dict)
     expired_state: dict[str, int] = field(default_factory=dict)
+    rekeyed: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 def run_local(
@@ -75,7 +79,7 @@ def run_local(
     """Run ``topology`` (a built-in name, a YAML path or a loaded one) over ``payloads``.
     ``redis``: a client or URL for operators that use ``ctx.redis`` (None: they get None)."""
     topo = topology if isinstance(topology, Topology) else topology_model.load(topology)
-    runner = _Runner(topo.declared, connect_redis(redis), prefix)
+    runner = _Runner(topo.declared, connect_redis(redis), prefix, keyed_chains(topo))
     try:
         for k, payload in enumerate(payloads):
             runner.feed(k, payload)
@@ -94,12 +98,30 @@ def connect_redis(redis: Any) -> Any:
     return redis
 
 
+def keyed_chains(topo: Topology) -> dict[str, str]:
+    """Each member of a chain holding a keyed member after its head (as ``topo`` chains
+    when loaded) -> the chain's head."""
+    return {
+        m.name: op.members[0].name
+        for op in topo.operators
+        if any(m.key for m in op.members[1:])
+        for m in op.members
+    }
+
+
 class _Runner:
-    def __init__(self, topo: Topology, redis: Any, prefix: str) -> None:
+    """Operators run as declared; ``chains`` (``keyed_chains``) lets it note what a keyed
+    chain would refuse: a member's event whose key is not its head's."""
+
+    def __init__(
+        self, topo: Topology, redis: Any, prefix: str, chains: dict[str, str] | None = None
+    ) -> None:
         self.topo, self.redis = topo, redis
+        self.chains = chains or {}
         self.now = time.time()
         self.result = LocalRun()
-        self.queue: deque[tuple[str, Event]] = deque()
+        # (operator, event, the key of the event its keyed chain's head got, if any)
+        self.queue: deque[tuple[str, Event, str | None]] = deque()
         self.ctx: dict[str, Context] = {}
         self.cores: dict[str, OperatorCore] = {}
         self.stores = {name: MemoryStore() for name in topo.order}
@@ -129,7 +151,7 @@ class _Runner:
         event_id = env.id if src.id != "offset" else f"local/{k}"
         ev = Event(event_id, env.payload, env.event_time)
         for e in self.topo.successors["source"]:
-            self.queue.append((e.dst, ev))
+            self.queue.append((e.dst, ev, None))
         self._drain()
         if self.source_wm is None or ev.evt > self.source_wm:
             self.source_wm = ev.evt
@@ -156,7 +178,7 @@ class _Runner:
                 self.result.expired_state[name] = self.result.expired_state.get(name, 0) + gone
         for res in fired:
             window = Event(res.id, res.payload, res.event_time, name)
-            self._route(name, core.fired(res, self.ctx[name]), window)
+            self._route(name, core.fired(res, self.ctx[name]), window, None)
             self._drain()
         mine = core.declaration(0, valve, self.stores[name])
         if mine != self.declared.get(name):
@@ -173,12 +195,16 @@ class _Runner:
 
     def _drain(self) -> None:
         while self.queue:
-            name, ev = self.queue.popleft()
-            self._deliver(name, ev)
+            name, ev, head_key = self.queue.popleft()
+            self._deliver(name, ev, head_key)
 
-    def _deliver(self, name: str, ev: Event) -> None:
+    def _deliver(self, name: str, ev: Event, head_key: str | None) -> None:
         core, ctx, store = self.cores[name], self.ctx[name], self.stores[name]
         self.result.received[name] = self.result.received.get(name, 0) + 1
+        if head_key is not None and core.op.key:  # a keyed member after the head
+            key = key_or_none(core.op, ev.payload)
+            if key is not None and key != head_key:
+                self.result.rekeyed.append((name, ev.id, head_key, key))
         if core.repeat(ev, store):
             self.result.repeats[name] = self.result.repeats.get(name, 0) + 1
             return
@@ -198,15 +224,19 @@ class _Runner:
             letter = DeadLetter(name, ev.id, failure.reason, ev.payload, failure.frames)
             self.result.dead_letters.append(letter)
             return
-        self._route(name, out, ev)
+        if self.chains.get(name) == name:  # a keyed chain's head: its key goes along
+            head_key = ctx.key
+        self._route(name, out, ev, head_key)
 
-    def _route(self, name: str, out: list[Emitted], ev: Event) -> None:
+    def _route(self, name: str, out: list[Emitted], ev: Event, head_key: str | None) -> None:
         successors = self.cores[name].successors
+        chain = self.chains.get(name)
         for dst, out_id, payload in out:
             if not successors or self.topo[name].output:
                 self._emit(name, payload)
             for target in [dst] if dst is not None else successors:
-                self.queue.append((target, Event(out_id, payload, ev.evt, name)))
+                along = head_key if chain is not None and self.chains.get(target) == chain else None
+                self.queue.append((target, Event(out_id, payload, ev.evt, name), along))
 
     def _emit(self, sink: str, payload: Any) -> None:
         topic = self.topo[sink].output

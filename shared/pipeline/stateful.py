@@ -106,6 +106,15 @@ def event_key(op: Operator, payload: Any) -> str:
     return found
 
 
+def key_or_none(op: Operator, payload: Any) -> str | None:
+    """``payload``'s key for ``op``; None when it has none (the engine's ``NoKey`` then
+    gives the event its fate)."""
+    try:
+        return event_key(op, payload)
+    except NoKey:
+        return None
+
+
 def open_aggregate(code: str, operator: str) -> Any:
     """A window operator's aggregate: an instance of the class ``code`` names."""
     cls = resolve(code, operator)

@@ -105,3 +105,34 @@ def test_the_old_source_key_form_is_read_with_a_warning_and_a_typo_is_told(tmp_p
         )
         assert main(["check", "--topology", str(path)]) == 0
         assert f"warning: {warning}" in capsys.readouterr().out
+
+
+def test_a_keyed_member_that_gets_another_key_than_its_chains_head_is_an_error(
+    tmp_path, capsys
+):
+    """sum (keyed) -> relabel -> tally (keyed alike) chain; relabel moves a sum of 13 to
+    key "a'": the second sample event (5 + 8) would fail live. Apart, tally routes it."""
+    ops = "tests.support.engine_ops"
+    (tmp_path / "ev.jsonl").write_text(
+        "".join(json.dumps({"key": k, "value": v}) + "\n" for k, v in [("a", 5), ("a", 8)])
+    )
+
+    def topology(tally_extra: str) -> str:
+        path = tmp_path / "k.yaml"
+        path.write_text(
+            "source: {sample_events: ev.jsonl}\n"
+            "edges: [{from: source, to: sum}, {from: sum, to: relabel}, "
+            "{from: relabel, to: tally}]\noperators:\n"
+            f"  - {{name: sum, code: '{ops}:sum_values', key: 'field:key'}}\n"
+            f"  - {{name: relabel, code: '{ops}:relabel'}}\n"
+            f"  - {{name: tally, code: '{ops}:tally', key: 'field:key', output: out"
+            f"{tally_extra}}}\n"
+        )
+        return str(path)
+
+    assert main(["check", "--topology", topology("")]) == 2
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("error: ")]
+    assert "operator 'tally' is chained after a keyed operator on the same key" in line
+    assert "1 sample event(s) reach it under another key (first: 'local/1' with key \"a'\"" in line
+    assert "set `chain: false` on 'tally'" in line
+    assert main(["check", "--topology", topology(", chain: false")]) == 0

@@ -18,8 +18,7 @@ from elastic_sps.pipeline.engine import Event, OperatorCore
 from elastic_sps.pipeline.failures import Failure, FailureGuard, OperatorFailing
 from elastic_sps.pipeline.local_store import MemoryStore
 from elastic_sps.pipeline.operators import Context
-from elastic_sps.pipeline.stateful import NoKey
-from elastic_sps.services.dataplane.keyed_slot import key_or_none
+from elastic_sps.pipeline.stateful import NoKey, key_or_none
 
 pytestmark = pytest.mark.unit
 
