@@ -10,9 +10,10 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_nexmark.py [--queries q5,q7]
 
 * ``elastic-sps``: the ingress and the PySpark dataplane, 2 replicas per operator
   (``SPS_FIXED_REPLICAS``), the id ledger off (the peers keep none); the query's
-  topology from ``examples/nexmark`` on the run's topics, chained as loaded (in q5 and q7
-  nothing chains: windows head no chain, nothing chains into a keyed operator, and their
-  stateless steps declare other pools than their neighbours).
+  topology from ``examples/nexmark`` on the run's topics, chained as loaded (each window
+  heads a chain of the row steps after it: q5 runs ``bids``, ``counts``, ``hottest..q5``;
+  q7 ``bids``, ``per_auction..partial``, ``highest..q7``; a keyed stage after a
+  stateless one is its own hop).
 * ``quix-streams``: ``benchmarks/peers/quix_nexmark.py``, a process per input partition,
   grace 5 s (``GRACE_MS``), 30 s in its second stage (``MID_GRACE_MS``);
 * ``bytewax``: ``benchmarks/peers/bytewax_nexmark.py``, a process per input partition
