@@ -47,15 +47,10 @@ class GroupRun:
         self.impl: Runnable = WORKER.get(
             ("operator", self.operator, self.op.code, self.keys.prefix), self._open_operator
         )
-        self.guard: FailureGuard = WORKER.get(
-            ("guard", self.operator, self.keys.prefix),
-            lambda: FailureGuard(
-                self.operator,
-                self.op.on_error,
-                o.failure_share,
-                o.failure_window,
-            ),
-        )
+        self.guard = self._guard("guard", o)
+        # a window chain's members judged on the windows they get, not diluted by the
+        # window's own events (unchained, they would be an operator of their own)
+        self.fired_guard = self._guard("fired_guard", o)
         # the per-event engine: the operator's steps, windows and watermarks
         self.core = OperatorCore(self.topo, self.operator, self.impl)
         self.guard_lock = threading.Lock()
@@ -84,6 +79,14 @@ class GroupRun:
     def routers(self, slot: int) -> Routers:
         """A slot's routers: the task's slots choose at once from one snapshot."""
         return Routers(self.view, self.successors, concurrency=self.active, start=slot)
+
+    def _guard(self, kind: str, o: SourceOptions) -> FailureGuard:
+        op = self.op
+        guard: FailureGuard = WORKER.get(
+            (kind, self.operator, self.keys.prefix),
+            lambda: FailureGuard(self.operator, op.on_error, o.failure_share, o.failure_window),
+        )
+        return guard
 
     def dead_letter(
         self,

@@ -230,18 +230,19 @@ class SlotRun:
         and the window's result is dead-lettered (or the guard stops the dataplane)."""
         g = self.g
         try:
-            return g.core.fired(result, ctx)
+            outputs = g.core.fired(result, ctx)
         except Exception as exc:  # the user's code: any exception is its failure
             failure = describe(exc)
             with g.guard_lock:
-                self._fold()
-                g.guard.failed(failure)  # raises OperatorFailing when it must stop
+                g.fired_guard.failed(failure)  # raises OperatorFailing when it must stop
             self.res.dead += 1
-            if self.res.ids is not None:
-                self.res.ids.add(g.operator, "dead", result.id)
             payload = orjson.dumps(result.payload, default=_b64)
             g.dead_letter(self.slot.replica, msg, failure, result.id, payload)
             return None
+        if g.core.chained:
+            with g.guard_lock:
+                g.fired_guard.ok()
+        return outputs
 
     def _write_out(self, ctx: Context, now: float) -> None:
         """Send the operator's stacked writes when ``WRITES_BATCH`` are waiting or

@@ -12,7 +12,6 @@ output whose key is not the head's fails its event (``KeyChanged``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,13 @@ from elastic_sps.pipeline.operators import (
     normalise,
     open_operator,
 )
-from elastic_sps.pipeline.stateful import AggregateOperator, Count, event_key, open_aggregate
+from elastic_sps.pipeline.stateful import (
+    AggregateOperator,
+    Count,
+    MemberStates,
+    event_key,
+    open_aggregate,
+)
 
 
 class KeyChanged(ValueError):
@@ -46,8 +51,6 @@ class ChainedOperator:
     name: str
     steps: tuple[ChainStep, ...]
     renamed: dict[str, str]  # a declared successor's name -> its chained operator's
-    # a keyed member's ``ctx.state`` for the event's key, set by the engine's core per event
-    member_state: Callable[[str], Any] | None = None
 
     def open(self, ctx: Context) -> None:
         pass  # ``open_runnable`` opened each member under its own name
@@ -57,33 +60,54 @@ class ChainedOperator:
         """The first member's code (a window's aggregate, when a window heads the chain)."""
         return self.steps[0].runnable
 
+    @property
+    def keyed_members(self) -> bool:
+        return any(step.keyed is not None for step in self.steps)
+
     def process(self, payload: Any, ctx: Context) -> Output:
+        return self.run(payload, ctx)
+
+    def run(self, payload: Any, ctx: Context, members: MemberStates | None = None) -> Output:
+        """One event through every member; ``members``: the keyed members' states of the
+        event's key (the engine's core passes them per event: this object is shared by
+        the replica threads of a task)."""
+        key = ctx.key  # the head's (a keyed head's), for every output it makes
         head = self._call(self.steps[0], payload, ctx)
         if len(self.steps) == 1:
             return self._renamed(head)
-        return [out for _, p in head for out in self.after_head(p, ctx)]
+        return [out for _, p in head for out in self.after_head(p, ctx, key, members)]
 
-    def after_head(self, payload: Any, ctx: Context) -> Output:
+    def after_head(
+        self, payload: Any, ctx: Context, key: str = "", members: MemberStates | None = None
+    ) -> Output:
         """One output of the head (an event's, or a fired window's) through the other
-        members: the chain's outputs under their chained names."""
-        key = ctx.key
+        members: the chain's outputs under their chained names. ``key``: the head's."""
         ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
         items = [payload]
         for step in self.steps[1:-1]:
-            items = [out for p in items for _, out in self._call(step, p, ctx, key)]
+            items = [out for p in items for _, out in self._call(step, p, ctx, key, members)]
         last = self.steps[-1]
-        return self._renamed([out for p in items for out in self._call(last, p, ctx, key)])
+        return self._renamed([out for p in items for out in self._call(last, p, ctx, key, members)])
 
     def _renamed(self, result: Output) -> Output:
         return [(self.renamed.get(dst, dst) if dst is not None else None, p) for dst, p in result]
 
-    def _call(self, step: ChainStep, payload: Any, ctx: Context, head_key: str = "") -> Output:
+    def _call(
+        self,
+        step: ChainStep,
+        payload: Any,
+        ctx: Context,
+        head_key: str = "",
+        members: MemberStates | None = None,
+    ) -> Output:
+        if step.keyed is not None and members is None:
+            raise RuntimeError(f"chain {self.name!r}: keyed member {step.name!r} got no state")
         ctx.operator = step.name  # what the member's code sees is its own name
         try:
             if step.keyed is not None:
+                assert members is not None
                 ctx.key = self._member_key(step.keyed, payload, head_key)
-                assert self.member_state is not None
-                ctx.state = self.member_state(step.name)
+                ctx.state = members.of(step.name)
             return normalise(step.runnable.process(payload, ctx), step.name, step.successors)
         except Exception as exc:  # the member's failure: say which member, then re-raise
             exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")

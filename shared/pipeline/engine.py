@@ -84,9 +84,7 @@ class OperatorCore:
         self.successors = tuple(e.dst for e in topo.successors[name])
         self.window: WindowAggregator | None = None
         self.chained = isinstance(impl, ChainedOperator)
-        self.keyed_chain = isinstance(impl, ChainedOperator) and any(
-            step.keyed is not None for step in impl.steps
-        )
+        self.keyed_chain = isinstance(impl, ChainedOperator) and impl.keyed_members
         if self.op.window is not None:  # a window heads its chain, if any
             head = impl.head if isinstance(impl, ChainedOperator) else impl
             assert isinstance(head, AggregateOperator)
@@ -112,26 +110,31 @@ class OperatorCore:
             return []
         if self.op.key:
             assert store is not None
-            ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
-            state = KeyState(store, key_group(ctx.key, self.op.key_groups), ctx.key)
-            ctx.state = state
-            members = None
-            if self.keyed_chain:  # its keyed members' states of the key
-                assert isinstance(self.impl, ChainedOperator)
-                members = MemberStates(store, state.group, ctx.key)
-                self.impl.member_state = members.of
-            result = self._process(ev.payload, ctx)
-            state.save()
-            if members is not None:
-                members.save()
-            store.mark_applied(ev.once_key)
-            if self.op.state_ttl_s is not None and len(state):
-                self._keep_until(store, state.group, ctx.key, ev.evt + self.op.state_ttl_s)
+            result = self._apply_keyed(ev, ctx, store)
         else:
             result = self._process(ev.payload, ctx)
         # where several operators feed this one, one id can arrive from each: its
         # outputs carry the sender too, so a later stage does not take them for repeats
         return with_ids(ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}", result)
+
+    def _apply_keyed(self, ev: Event, ctx: Context, store: Store) -> Output:
+        """A keyed operator (or a chain it heads) on one event: its key's state, and a
+        keyed chain's members' states of that key, saved only when every member returned."""
+        key = ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
+        state = KeyState(store, key_group(key, self.op.key_groups), key)
+        ctx.state = state
+        if self.keyed_chain:
+            assert isinstance(self.impl, ChainedOperator)
+            members = MemberStates(store, state.group, key)
+            result = self.impl.run(ev.payload, ctx, members)
+            members.save()
+        else:
+            result = self._process(ev.payload, ctx)
+        state.save()
+        store.mark_applied(ev.once_key)
+        if self.op.state_ttl_s is not None and len(state):  # the key: ctx.key is the tail's
+            self._keep_until(store, state.group, key, ev.evt + self.op.state_ttl_s)
+        return result
 
     def _process(self, payload: Any, ctx: Context) -> Output:
         """The operator's outputs, checked (a chain checked each member's, then gave them

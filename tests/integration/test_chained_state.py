@@ -21,6 +21,7 @@ from elastic_sps.io.topics import Topics
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
+from elastic_sps.pipeline.failures import OperatorFailing
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
@@ -64,19 +65,22 @@ def declared(offset: int, wm: float) -> tuple[Any, float]:
     return Record(offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
 
 
-def group_of(doc: dict, name: str, bootstrap: str, redis_url: str, tmp_path: Any) -> GroupRun:
+def group_of(
+    doc: dict, name: str, bootstrap: str, redis_url: str, tmp_path: Any, **settings: Any
+) -> GroupRun:
     tag = f"cs{uuid.uuid4().hex[:6]}"
     path = tmp_path / "chain.yaml"
     path.write_text(yaml.safe_dump({**doc, "name": tag}))
     topo = topology.load(path)
     assert name in topo.names
-    settings = DataplaneSettings(
+    resolved = DataplaneSettings(
         kafka_bootstrap_servers=bootstrap,
         redis_url=redis_url,
         key_prefix=tag,
         topics=Topics(deadletter=f"{tag}.deadletter"),
+        **settings,
     )
-    return GroupRun(SourceOptions.build(settings, topo, [name], "none"), name, 1)
+    return GroupRun(SourceOptions.build(resolved, topo, [name], "none"), name, 1)
 
 
 def serve(g: GroupRun, records: list[tuple[Any, float]]) -> None:
@@ -130,11 +134,8 @@ def test_a_keyed_member_keeps_its_state_of_the_heads_key_once_per_event(
     assert "set `chain: false` on 'tally'" in letter["reason"]
 
 
-def test_a_fired_window_goes_through_its_chain_and_a_failing_one_is_dead_lettered(
-    kafka_bootstrap: str, redis_url: str, tmp_path: Any
-) -> None:
-    out = f"windows-{uuid.uuid4().hex[:6]}"
-    doc = {
+def window_chain(out: str) -> dict:
+    return {
         "operators": [
             {"name": "win", "key": "field:k", "window": {"tumbling_s": 10}, "et_ms": 0.1,
              "max_replicas": 2},
@@ -143,7 +144,13 @@ def test_a_fired_window_goes_through_its_chain_and_a_failing_one_is_dead_lettere
         ],
         "edges": [{"from": "source", "to": "win"}, {"from": "win", "to": "busy"}],
     }  # fmt: skip
-    g = group_of(doc, "win..busy", kafka_bootstrap, redis_url, tmp_path)
+
+
+def test_a_fired_window_goes_through_its_chain_and_a_failing_one_is_dead_lettered(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    out = f"windows-{uuid.uuid4().hex[:6]}"
+    g = group_of(window_chain(out), "win..busy", kafka_bootstrap, redis_url, tmp_path)
     keys = ["a", "a", "b", *["d"] * 6, "a"]
     records = [event(i, f"e{i}", 1.0 + i, k=k) for i, k in enumerate(keys[:-1])]
     records.append(declared(9, 10.5))  # closes [0, 10): a counts 2, b 1, d 6
@@ -158,3 +165,22 @@ def test_a_fired_window_goes_through_its_chain_and_a_failing_one_is_dead_lettere
     assert letter["event_id"] == "d@0" and letter["error_type"] == "ValueError"
     assert "counts 6" in letter["reason"] and '"value":6' in letter["payload"]
     assert PartitionStore(g.r, g.keys, "win..busy", 0).oldest_end() == 20.0
+
+
+def test_a_member_failing_on_most_windows_stops_the_operator_whatever_the_events(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """Over the last 2 windows (the failure window here), both raising: a bug, not bad
+    input, though the window took 12 events without fault (unchained, the member would
+    be an operator of its own, judged on the windows it gets)."""
+    out = f"windows-{uuid.uuid4().hex[:6]}"
+    g = group_of(
+        window_chain(out), "win..busy", kafka_bootstrap, redis_url, tmp_path,
+        operator_failure_window=2, operator_failure_share=0.5,
+    )  # fmt: skip
+    records = [event(i, f"e{i}", 1.0 + i % 6, k="ab"[i // 6]) for i in range(12)]
+    records.append(declared(12, 10.5))  # a and b each count 6: busy raises on both
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    with pytest.raises(OperatorFailing, match="failed on 2 of its last 2"):
+        replica.take_in(records)

@@ -61,3 +61,9 @@ def tally(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     ctx.state["n"] = ctx.state.get("n", 0) + 1
     ctx.state["last"] = ev["sum"]
     return [(None, {"key": ctx.key, **ctx.state})]
+
+
+def sum_twice(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A keyed running sum with two outputs an event (its two halves)."""
+    ctx.state["sum"] = ctx.state.get("sum", 0) + ev["value"]
+    return [(None, {"key": ev["key"], "sum": ctx.state["sum"], "half": h}) for h in (1, 2)]

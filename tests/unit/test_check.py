@@ -107,9 +107,7 @@ def test_the_old_source_key_form_is_read_with_a_warning_and_a_typo_is_told(tmp_p
         assert f"warning: {warning}" in capsys.readouterr().out
 
 
-def test_a_keyed_member_that_gets_another_key_than_its_chains_head_is_an_error(
-    tmp_path, capsys
-):
+def test_a_keyed_member_that_gets_another_key_than_its_chains_head_is_an_error(tmp_path, capsys):
     """sum (keyed) -> relabel -> tally (keyed alike) chain; relabel moves a sum of 13 to
     key "a'": the second sample event (5 + 8) would fail live. Apart, tally routes it."""
     ops = "tests.support.engine_ops"

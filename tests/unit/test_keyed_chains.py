@@ -1,7 +1,8 @@
-"""A keyed or window operator heading a chain of its stateless successors: what fuses (a
-keyed successor never does), and the chain at run time on the engine's core with
-in-memory ports: the head's state once per event, the tail stateless, a tail that raises
-leaving no state write behind, a fired window through the members after it."""
+"""A keyed or window operator heading a chain: what fuses (stateless successors, and keyed
+ones keyed alike), and the chain at run time on the engine's core with in-memory ports:
+the head's state once per event, a stateless tail seeing none, a keyed member its own
+state of the head's key, a tail that raises leaving no state write behind, a fired window
+through the members after it, the head's `state_ttl_s` on the head's keys."""
 
 from __future__ import annotations
 
@@ -65,9 +66,6 @@ def test_a_window_heads_a_chain_of_its_stateless_successors():
     head = t["win..busy"]
     assert head.window is not None and head.window.size_s == 10 and head.key == "field:k"
     assert head.stateful and head.et_ms == pytest.approx(1.5)
-    apart = keyed_sum_then_check()
-    apart["operators"][0]["chain"] = False
-    assert from_dict(apart).names == ("sum", "check", "keyed_after")
 
 
 def test_a_fired_window_goes_through_the_members_after_it():
@@ -91,6 +89,26 @@ def test_a_fired_window_goes_through_the_members_after_it():
     assert core.fired(by_id["b@0"], ctx) == []
     with pytest.raises(ValueError, match=r"window d@0\.0 counts 6"):
         core.fired(by_id["d@0"], ctx)
+
+
+def test_chain_false_on_a_keyed_head_keeps_it_apart():
+    apart = keyed_sum_then_check()
+    apart["operators"][0]["chain"] = False
+    assert from_dict(apart).names == ("sum", "check", "keyed_after")
+
+
+def test_a_keyed_heads_state_ttl_expires_its_own_keys_in_a_chain():
+    """sum (ttl 60) heads sum..check: key a last seen at t=1, b at t=50; the watermark at
+    70 passes a's 61, not b's 110: a's state goes, b's stays."""
+    t = from_dict(keyed_sum_then_check())
+    core = OperatorCore(t, "sum..check", open_runnable(t, "sum..check", Context("sum..check")))
+    store, ctx = MemoryStore(), Context("sum..check")
+    valve = core.valve(store)
+    core.apply(Event("e1", {"key": "a", "value": 1}, 1.0), ctx, store)
+    core.apply(Event("e2", {"key": "b", "value": 2}, 50.0), ctx, store)
+    core.declare(valve, Declaration("source", 0, 1, 70.0), store)
+    assert core.expire(valve, store) == 1
+    assert store.state() == {"b": {"sum": 2}}
 
 
 def test_the_chain_applies_the_heads_state_once_and_its_tail_sees_none():
@@ -152,3 +170,14 @@ def test_a_keyed_member_keeps_its_own_state_of_the_heads_key_applied_once():
     assert store.state() == {"a": {"sum": 9}}  # the head's write went with it
     assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 9}
     assert send("e4", 1) == [{"key": "a", "n": 3, "last": 10}]
+
+
+def test_every_output_of_a_keyed_head_reaches_its_keyed_member_under_the_heads_key():
+    doc_ = keyed_into_keyed()
+    doc_["operators"][0]["code"] = f"{OPS}:sum_twice"  # two outputs an event
+    t = from_dict(doc_)
+    core = OperatorCore(t, "sum..tally", open_runnable(t, "sum..tally", Context("sum..tally")))
+    store, ctx = MemoryStore(), Context("sum..tally")
+    out = core.apply(Event("e1", {"key": "a", "value": 3}, 1.0), ctx, store)
+    assert [(i, p["n"]) for _, i, p in out] == [("e1", 1), ("e1/1", 2)]
+    assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 3}
