@@ -20,6 +20,7 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.redis_client import redis_client
 from elastic_sps.model import topology as topology_mod
 from elastic_sps.model import traces
+from elastic_sps.model.operator import Operator
 from elastic_sps.services.ensemble import report as report_mod
 from elastic_sps.services.ensemble import state_moves
 from elastic_sps.services.ensemble.live_view import Feed, render
@@ -265,18 +266,22 @@ def _collect(ens: Any, topo: topology_mod.Topology, run_dir: Path, tracked: bool
         moves=KnowledgeBase(r, prefix).moves(),
         pauses={op.name: KnowledgeBase(r, prefix).pauses(op.name) for op in topo.operators},
         state={
-            op.name: state_counts(KnowledgeBase(r, prefix), op.name)
+            op.name: state_counts(KnowledgeBase(r, prefix), op)
             for op in topo.operators
             if op.stateful
         },
     )
 
 
-def state_counts(kb: KnowledgeBase, operator: str) -> dict[str, int]:
+def state_counts(kb: KnowledgeBase, op: Operator) -> dict[str, int]:
     """A stateful operator's engine counts: windows fired, events it had applied before
-    (repeats), keys whose state expired (``state_ttl_s``), late events."""
-    counts = kb.counts(operator)
-    return {k: counts.get(k, 0) for k in ("fired", "repeats", "state_expired", "late")}
+    (repeats), keys whose state expired (``state_ttl_s``), late events; and, keyed, the
+    keys holding state at the end (``keys``)."""
+    counts = kb.counts(op.name)
+    out = {k: counts.get(k, 0) for k in ("fired", "repeats", "state_expired", "late")}
+    if op.key and op.window is None:
+        out["keys"] = kb.keys_with_state(op.name, op.key_groups)
+    return out
 
 
 def _report(

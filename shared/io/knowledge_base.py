@@ -307,6 +307,14 @@ class KnowledgeBase:
     def counts(self, op: str) -> dict[str, int]:
         return {_text(k): int(v) for k, v in self.r.hgetall(self.keys.counts(op)).items()}
 
+    def keys_with_state(self, op: str, key_groups: int) -> int:
+        """How many keys hold ``ctx.state`` of keyed operator ``op`` (a keyed chain's
+        members' states apart: only its head's)."""
+        pipe = self.r.pipeline(transaction=False)
+        for group in range(key_groups):
+            pipe.hlen(self.keys.state(op, group))
+        return int(sum(pipe.execute()))
+
     def set_ingress_counts(self, counts: Mapping[str, int]) -> None:
         self.r.hset(self.keys.ingress_counts, mapping=dict(counts))
 

@@ -202,6 +202,8 @@ def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain
     assert local.expired_state == {"visits": 10}
     assert local.state["visits"] == {"rest": rest}
     assert user_run["state"]["visits..visited"]["state_expired"] == 10
+    # and gone: only `rest` holds state at the end, live as in run_local
+    assert user_run["state"]["visits..visited"]["keys"] == 1
     live: dict[str, dict] = {}
     for r in _rows(user_run["outputs"]["user.visits"]):
         assert live.setdefault(r["id"], r["value"]) == r["value"], "a repeat differs"
