@@ -17,7 +17,7 @@ from queue import SimpleQueue
 
 from elastic_sps.io.knowledge_base import KnowledgeBase
 from elastic_sps.io.rescale_timeline import record_effect
-from elastic_sps.io.state_store import member_kind, state_bytes, state_owner
+from elastic_sps.io.state_store import state_bytes
 from elastic_sps.model.keyed import groups_of_partition, moved_partitions, owner
 from elastic_sps.model.operator import Operator
 from elastic_sps.services.dataplane.group import GroupRun
@@ -94,9 +94,6 @@ def record_move(kb: KnowledgeBase, spec: Operator, before: int, after: int, now:
     bytes of state they hold (read by their new owners from Redis, never copied)."""
     moved = moved_partitions(spec.max_replicas, before, after)
     groups = [g for p in moved for g in groups_of_partition(p, spec.key_groups, spec.max_replicas)]
-    size = sum(  # a keyed chain's members keep theirs beside the head's
-        state_bytes(kb.r, kb.keys, name, groups)
-        for name in [spec.name]
-        + [state_owner(spec.name, member_kind(m.name)) for m in spec.members[1:] if m.key]
-    )
+    members = [m.name for m in spec.keyed_members]
+    size = state_bytes(kb.r, kb.keys, spec.name, groups, members)
     kb.record_move(spec.name, before, after, moved, len(groups), size, now)

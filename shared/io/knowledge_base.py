@@ -155,6 +155,10 @@ class Keys:
         """A keyed operator's state of one key group: hash key -> JSON value."""
         return f"{self.prefix}:state:{op}:{group}"
 
+    def member_state(self, op: str, member: str, group: int) -> str:
+        """A keyed chain ``op``'s keyed member's state of one key group, beside its head's."""
+        return f"{self.prefix}:state:{op}>{member}:{group}"
+
     def windows(self, op: str, group: int) -> str:
         """A window operator's open windows of one key group: hash -> JSON accumulator."""
         return f"{self.prefix}:win:{op}:{group}"

@@ -39,7 +39,6 @@ __all__ = [
     "Fenced",
     "PartitionStore",
     "member_kind",
-    "state_owner",
     "window_field",
 ]
 
@@ -91,12 +90,6 @@ class Fenced(RuntimeError):
 def member_kind(member: str) -> str:
     """The store kind of a keyed chain member's state (beside its head's ``s``)."""
     return f"s:{member}"
-
-
-def state_owner(operator: str, kind: str) -> str:
-    """Whose state hashes hold ``kind``: the operator's (``s``), or a keyed chain
-    member's, named after the chain and the member."""
-    return operator if kind == "s" else f"{operator}>{kind[2:]}"
 
 
 def window_field(key: str, start: float | None) -> str:
@@ -155,7 +148,9 @@ class PartitionStore:
         (``stateful.MemberStates``); ``w``: windows."""
         if kind == "w":
             return self.keys.windows(self.op, group)
-        return self.keys.state(state_owner(self.op, kind), group)
+        if kind == "s":
+            return self.keys.state(self.op, group)
+        return self.keys.member_state(self.op, kind[len("s:") :], group)
 
     def _fetch(self, values: list[tuple[str, int, str]], ids: list[str]) -> None:
         a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
@@ -297,10 +292,15 @@ class PartitionStore:
         self._ends.clear()
 
 
-def state_bytes(redis: Any, keys: Keys, operator: str, groups: Iterable[int]) -> int:
-    """What the key groups' state holds in Redis (``MEMORY USAGE`` of each hash)."""
+def state_bytes(
+    redis: Any, keys: Keys, operator: str, groups: Iterable[int], members: Iterable[str] = ()
+) -> int:
+    """What the key groups' state holds in Redis (``MEMORY USAGE`` of each hash), a keyed
+    chain's ``members``' beside its head's."""
     pipe = redis.pipeline(transaction=False)
+    groups = list(groups)
     names = [keys.state(operator, g) for g in groups] + [keys.windows(operator, g) for g in groups]
+    names += [keys.member_state(operator, m, g) for m in members for g in groups]
     for name in names:
         pipe.memory_usage(name)
     return int(sum(v or 0 for v in pipe.execute()))

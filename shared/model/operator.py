@@ -67,6 +67,11 @@ class Operator:
         return bool(self.key) or self.window is not None
 
     @property
+    def keyed_members(self) -> tuple[Operator, ...]:
+        """A keyed chain's keyed members after its head (``topology.same_key``)."""
+        return tuple(m for m in self.members[1:] if m.key)
+
+    @property
     def key_path(self) -> Paths:
         """The key's dotted paths (``field:a.b|c.d``: the first the payload has)."""
         return key_paths(self.key)

@@ -104,7 +104,7 @@ def keyed_chains(topo: Topology) -> dict[str, str]:
     return {
         m.name: op.members[0].name
         for op in topo.operators
-        if any(m.key for m in op.members[1:])
+        if op.keyed_members
         for m in op.members
     }
 

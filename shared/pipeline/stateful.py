@@ -189,7 +189,7 @@ def state_fields(op: Operator, key: str, t: float) -> list[tuple[str, int, str]]
     session: the key's sessions)."""
     g = key_group(key, op.key_groups)
     if op.window is None:
-        kinds = ["s"] + [member_kind(m.name) for m in op.members[1:] if m.key]
+        kinds = ["s"] + [member_kind(m.name) for m in op.keyed_members]
         return [(kind, g, key) for kind in kinds]
     if op.window.kind == "session":
         return [("w", g, window_field(key, None))]

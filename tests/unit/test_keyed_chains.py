@@ -6,6 +6,8 @@ through the members after it, the head's `state_ttl_s` on the head's keys."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from elastic_sps.io.watermarks import Declaration
@@ -28,6 +30,29 @@ def doc(*ops: dict, edges: list[tuple[str, str]]) -> dict:
         "operators": list(ops),
         "edges": [{"from": a, "to": b} for a, b in edges],
     }
+
+
+def opened(document: dict, name: str) -> tuple[OperatorCore, MemoryStore, Context]:
+    """Chain ``name`` of ``document`` on the engine's core, with an in-memory store."""
+    t = from_dict(document)
+    return (
+        OperatorCore(t, name, open_runnable(t, name, Context(name))),
+        MemoryStore(),
+        Context(name),
+    )
+
+
+def sender(core: OperatorCore, store: MemoryStore, ctx: Context, shape: Callable) -> Callable:
+    """``send(id, value)``: one event of key ``a`` in, each output ``shape``d out, or
+    ``["repeat"]`` for an id the partition applied already."""
+
+    def send(event_id: str, value: int) -> list:
+        ev = Event(event_id, {"key": "a", "value": value}, 1.0)
+        if core.repeat(ev, store):
+            return ["repeat"]
+        return [shape(*out) for out in core.apply(ev, ctx, store)]
+
+    return send
 
 
 def keyed_sum_then_check() -> dict:
@@ -69,9 +94,7 @@ def test_a_window_heads_a_chain_of_its_stateless_successors():
 
 
 def test_a_fired_window_goes_through_the_members_after_it():
-    t = from_dict(window_then_filter())
-    core = OperatorCore(t, "win..busy", open_runnable(t, "win..busy", Context("win..busy")))
-    store, ctx = MemoryStore(), Context("win..busy")
+    core, store, ctx = opened(window_then_filter(), "win..busy")
     valve = core.valve(store)
     for i, (k, evt) in enumerate([("a", 1), ("a", 2), ("b", 3), ("c", 4), *[("d", 5)] * 6]):
         assert core.apply(Event(f"e{i}", {"k": k}, evt, "pre"), ctx, store) == []
@@ -100,9 +123,7 @@ def test_chain_false_on_a_keyed_head_keeps_it_apart():
 def test_a_keyed_heads_state_ttl_expires_its_own_keys_in_a_chain():
     """sum (ttl 60) heads sum..check: key a last seen at t=1, b at t=50; the watermark at
     70 passes a's 61, not b's 110: a's state goes, b's stays."""
-    t = from_dict(keyed_sum_then_check())
-    core = OperatorCore(t, "sum..check", open_runnable(t, "sum..check", Context("sum..check")))
-    store, ctx = MemoryStore(), Context("sum..check")
+    core, store, ctx = opened(keyed_sum_then_check(), "sum..check")
     valve = core.valve(store)
     core.apply(Event("e1", {"key": "a", "value": 1}, 1.0), ctx, store)
     core.apply(Event("e2", {"key": "b", "value": 2}, 50.0), ctx, store)
@@ -112,15 +133,8 @@ def test_a_keyed_heads_state_ttl_expires_its_own_keys_in_a_chain():
 
 
 def test_the_chain_applies_the_heads_state_once_and_its_tail_sees_none():
-    t = from_dict(keyed_sum_then_check())
-    core = OperatorCore(t, "sum..check", open_runnable(t, "sum..check", Context("sum..check")))
-    store, ctx = MemoryStore(), Context("sum..check")
-
-    def send(event_id: str, value: int) -> list:
-        ev = Event(event_id, {"key": "a", "value": value}, 1.0)
-        if core.repeat(ev, store):
-            return ["repeat"]
-        return [(dst, oid, p["sum"], p["tail_saw"]) for dst, oid, p in core.apply(ev, ctx, store)]
+    core, store, ctx = opened(keyed_sum_then_check(), "sum..check")
+    send = sender(core, store, ctx, lambda dst, oid, p: (dst, oid, p["sum"], p["tail_saw"]))
 
     assert send("e1", 30) == [(None, "e1", 30, ["", {}])]
     assert send("e2", 40) == [(None, "e2", 70, ["", {}])]
@@ -151,15 +165,8 @@ def test_a_keyed_operator_chains_into_one_keyed_alike():
 
 
 def test_a_keyed_member_keeps_its_own_state_of_the_heads_key_applied_once():
-    t = from_dict(keyed_into_keyed())
-    core = OperatorCore(t, "sum..tally", open_runnable(t, "sum..tally", Context("sum..tally")))
-    store, ctx = MemoryStore(), Context("sum..tally")
-
-    def send(event_id: str, value: int) -> list:
-        ev = Event(event_id, {"key": "a", "value": value}, 1.0)
-        if core.repeat(ev, store):
-            return ["repeat"]
-        return [p for _, _, p in core.apply(ev, ctx, store)]
+    core, store, ctx = opened(keyed_into_keyed(), "sum..tally")
+    send = sender(core, store, ctx, lambda dst, oid, p: p)
 
     assert send("e1", 5) == [{"key": "a", "n": 1, "last": 5}]
     assert send("e2", 4) == [{"key": "a", "n": 2, "last": 9}]
@@ -175,9 +182,7 @@ def test_a_keyed_member_keeps_its_own_state_of_the_heads_key_applied_once():
 def test_every_output_of_a_keyed_head_reaches_its_keyed_member_under_the_heads_key():
     doc_ = keyed_into_keyed()
     doc_["operators"][0]["code"] = f"{OPS}:sum_twice"  # two outputs an event
-    t = from_dict(doc_)
-    core = OperatorCore(t, "sum..tally", open_runnable(t, "sum..tally", Context("sum..tally")))
-    store, ctx = MemoryStore(), Context("sum..tally")
+    core, store, ctx = opened(doc_, "sum..tally")
     out = core.apply(Event("e1", {"key": "a", "value": 3}, 1.0), ctx, store)
     assert [(i, p["n"]) for _, i, p in out] == [("e1", 1), ("e1/1", 2)]
     assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 3}
