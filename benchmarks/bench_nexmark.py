@@ -31,7 +31,9 @@ flush) and each ending with a flush (bids on 32 auctions every 10 s of event tim
 3. half load: paced at half that run's saturation rate for ``--seconds``, event time at
    the same pace: each row's latency is the time it was first read from the sink's topic
    minus the produce time of the first event at or past its window's end (the event that
-   makes the window closable), p50/p99 over the rows; CPU per event by process role.
+   makes the window closable), p50/p99 over the rows; CPU per event by process role;
+4. at rest: ``--idle-seconds`` with no input, the cores the running engine spends
+   (``idle_cores``, by role): the saturation figure counts them while windows close.
 
 Every phase's rows for the windows it closed must equal ``sps_nexmark.reference``'s
 (``exact``). Printed: min/median/max per peer and query; ``--json``: the rows.
@@ -57,9 +59,9 @@ from sps_nexmark.reference import reference
 
 from benchmarks.harness import engines
 from benchmarks.harness.engines import PARTITIONS, REPLICAS, ROOT, Pipeline
-from benchmarks.harness.processes import cpu_seconds, cpu_since
+from benchmarks.harness.processes import cpu_at_rest, cpu_seconds, cpu_since
 from benchmarks.harness.runs import fresh_tag, names, paced, report, run_all, running
-from benchmarks.harness.summary import cpu_cells, latency_cells, summary
+from benchmarks.harness.summary import cpu_cells, idle_cells, latency_cells, summary
 from elastic_sps.io import embedded
 
 NEXMARK = ROOT / "examples" / "nexmark"
@@ -212,6 +214,7 @@ def measure(
             "latency_rows": len(verdicts[-1][1]),
             "at_events_per_s": round(rate),
             **cpu_cells(used, len(half.events)),
+            **idle_cells(cpu_at_rest(args.idle_seconds), args.idle_seconds),
             "exact": all(ok for ok, _ in verdicts),
         }  # fmt: skip
 
@@ -227,6 +230,12 @@ def main() -> None:
     ap.add_argument("--warm-seconds", type=float, default=20.0, help="unmeasured paced run first")
     ap.add_argument("--warm-rate", type=float, default=1000.0, help="its events/s")
     ap.add_argument("--timeout", type=float, default=300.0, help="a phase's wait for its windows")
+    ap.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="after the half-load phase, this long with no input: idle_cores",
+    )
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

@@ -28,7 +28,8 @@ produce to the last output seen on the sink's topic), then p50/p99 end-to-end la
 saturation rate for ``--seconds`` (``--rate R``: every peer at R events/s instead, to
 compare latencies at one load), and the CPU every process of the run spent per paced
 event (``cpu_ms_per_event``; the broker and redis-server included, since a peer that
-makes more hops makes the broker work more; by role in the rows). Printed:
+makes more hops makes the broker work more; by role in the rows), then what it spends in
+``--idle-seconds`` with no input (``idle_cores``, by role in the rows). Printed:
 min/median/max per peer; ``--json``: the rows.
 """
 
@@ -48,9 +49,9 @@ from sps_twitter import operators as twitter
 from benchmarks.harness import engines
 from benchmarks.harness.collector import Collector
 from benchmarks.harness.engines import PARTITIONS, REPLICAS, ROOT, Pipeline
-from benchmarks.harness.processes import cpu_seconds, cpu_since
+from benchmarks.harness.processes import cpu_at_rest, cpu_seconds, cpu_since
 from benchmarks.harness.runs import fresh_tag, names, paced, report, run_all, running
-from benchmarks.harness.summary import cpu_cells, latency_cells, summary
+from benchmarks.harness.summary import cpu_cells, idle_cells, latency_cells, summary
 from elastic_sps.io import embedded
 
 EXAMPLE = ROOT / "examples" / "twitter"
@@ -166,6 +167,7 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
             **latency_cells(lat),
             "at_events_per_s": round(rate),
             **cpu_cells(used, len(paced_events)),
+            **idle_cells(cpu_at_rest(args.idle_seconds), args.idle_seconds),
         }
 
 
@@ -181,6 +183,12 @@ def main() -> None:
         "--warm-seconds", type=float, default=30.0, help="unmeasured paced run first (0: none)"
     )
     ap.add_argument("--warm-rate", type=float, default=2000.0, help="its events/s")
+    ap.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="after the half-load phase, this long with no input: idle_cores",
+    )
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

@@ -82,10 +82,11 @@ class ServiceSettings(BaseSettings):
     )
     # Here, not in DataplaneSettings: the ingress's admission bound reads the checkpoint.
     task_window_s: float = _f(
-        5.0,
+        30.0,
         "A dataplane task's epoch: how long it keeps serving its replicas' partitions, "
         "reading what upstream produces meanwhile (0: its planned offsets only); it ends "
-        "sooner when a keyed operator's replica count changes.",
+        "sooner when a keyed operator spread over several tasks changes its replica count. "
+        "Events arriving while one epoch ends and the next starts wait for it.",
         ge=0,
     )
     checkpoint_s: float = _f(

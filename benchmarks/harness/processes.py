@@ -15,7 +15,9 @@ from pathlib import Path
 from elastic_sps.io.embedded import free_port
 from elastic_sps.services.dataplane.daemon import DAEMONS
 
-__all__ = ["ROLES", "ServiceProcess", "cpu_seconds", "cpu_since", "free_port", "spawn"]
+__all__ = [
+    "ROLES", "ServiceProcess", "cpu_at_rest", "cpu_seconds", "cpu_since", "free_port", "spawn"
+]  # fmt: skip
 
 # What each process is, from its command line (first match wins).
 ROLES: tuple[tuple[str, str], ...] = (
@@ -69,6 +71,15 @@ def cpu_seconds(roles: tuple[tuple[str, str], ...] = ROLES) -> dict[str, float]:
 def cpu_since(before: dict[str, float]) -> dict[str, float]:
     """CPU seconds by role spent since ``before`` (an earlier ``cpu_seconds()``)."""
     return {k: v - before.get(k, 0.0) for k, v in cpu_seconds().items()}
+
+
+def cpu_at_rest(seconds: float) -> dict[str, float]:
+    """CPU seconds by role over the next ``seconds`` while nothing is fed (none for 0)."""
+    if seconds <= 0:
+        return {}
+    before = cpu_seconds()
+    time.sleep(seconds)
+    return cpu_since(before)
 
 
 def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:

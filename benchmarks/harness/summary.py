@@ -32,6 +32,19 @@ def cpu_cells(used: dict[str, float], events: int) -> dict[str, Any]:
     }
 
 
+def idle_cells(used: dict[str, float], seconds: float) -> dict[str, Any]:
+    """What the running engine spends with no input (``used``: CPU seconds by role over
+    ``seconds`` of wall time), in cores: its pollers, timers and JVMs, which a figure per
+    event also counts while it waits (for windows to close, for the next event). None
+    measured (0 seconds): no cells."""
+    if seconds <= 0:
+        return {}
+    return {
+        "idle_cores": round(sum(used.values()) / seconds, 4),
+        "idle_cores_by_role": {k: round(v / seconds, 4) for k, v in sorted(used.items())},
+    }
+
+
 def spread(values: Sequence[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 

@@ -34,7 +34,9 @@ class Marks:
 
 class Declarer:
     """Sends a slot's declaration when it changed: at most every ``DECLARE_EVERY_S``
-    while the task serves, at once when it wakes from idle, and at the task's end. What
+    while the task serves (one held back goes when its interval has passed, with the
+    next record or without: ``send_held``), at once when it wakes from idle, and at the
+    task's end. What
     successors last heard is not known at the task's start: its first one always goes."""
 
     def __init__(self, producer: Any, targets: list[tuple[str, int]]) -> None:
@@ -55,6 +57,16 @@ class Declarer:
             for topic, partition in self.targets:
                 self.producer.produce(topic, body, partition=partition)
             self.last, self.pending, self.sent_at = d, None, now
+
+    def held_until(self) -> float | None:
+        """When the held-back declaration may go (monotonic); None: nothing held."""
+        return None if self.pending is None else self.sent_at + DECLARE_EVERY_S
+
+    def send_held(self) -> None:
+        """The held-back declaration, if its interval has passed: a sender whose records
+        stopped must not keep its successors' windows waiting for its task's end."""
+        if self.pending is not None:
+            self.offer(self.pending)
 
     def flush(self) -> None:
         if self.pending is not None:

@@ -91,13 +91,25 @@ class Replica:
         """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint
         when one is due, whether or not anything arrived."""
         self.deadline = epoch.deadline
-        while (chunk := _take(feed, epoch)) is not None:
+        while (chunk := _take(feed, epoch, self.held_until())) is not None:
             self.take_in(chunk)
             self.adopt_released()
+            for run in self.runs.values():
+                if run.declarer is not None:
+                    run.declarer.send_held()
             now = time.monotonic()
             if epoch.due(now):
                 checkpoint(self.g, list(self.runs.values()))
                 epoch.last = now
+
+    def held_until(self) -> float | None:
+        """When the first of its slots' held-back declarations may go (monotonic)."""
+        due = [
+            t
+            for run in self.runs.values()
+            if run.declarer is not None and (t := run.declarer.held_until()) is not None
+        ]
+        return min(due, default=None)
 
     def take_in(self, chunk: list[Any]) -> None:
         by_partition: dict[int, list[Any]] = {}
@@ -203,12 +215,18 @@ def _produced_at(msg: Any) -> int:
     return int(msg.timestamp()[1])
 
 
-def _take(feed: SimpleQueue, epoch: Epoch) -> list[tuple[Any, float]] | None:
-    """What waits on ``feed`` (at most ``CHUNK``; none when a checkpoint falls due
-    first); None: the epoch is over (an event taken after the deadline is left for the
-    next task)."""
+def _take(
+    feed: SimpleQueue, epoch: Epoch, wake_at: float | None = None
+) -> list[tuple[Any, float]] | None:
+    """What waits on ``feed`` (at most ``CHUNK``; none when a checkpoint falls due, or
+    ``wake_at`` (monotonic) comes, first); None: the epoch is over (an event taken after
+    the deadline is left for the next task)."""
+    now = time.monotonic()
+    wait = epoch.wait_s(now)
+    if wake_at is not None:
+        wait = min(wait, max(0.0, wake_at - now))
     try:
-        item = feed.get(timeout=epoch.wait_s(time.monotonic()))
+        item = feed.get(timeout=wait)
     except Empty:
         return [] if time.monotonic() <= epoch.deadline else None
     if item is WINDOW_END or time.monotonic() > epoch.deadline:

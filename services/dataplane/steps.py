@@ -160,8 +160,8 @@ class SlotRun:
         emit → account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
         offset = msg.offset() or 0
         self.res.next_offset = max(self.res.next_offset, offset + 1)
-        if self.declarer is not None and self.declarer.pending is not None:
-            self.declarer.offer(self.declarer.pending)  # held back by the interval
+        if self.declarer is not None:
+            self.declarer.send_held()
         keyed = self.keyed
         if keyed is not None and (keyed.fenced or keyed.done_before(offset)):
             return

@@ -201,8 +201,15 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
         assert time.monotonic() < deadline, "execute did not apply the rescale"
         time.sleep(0.5)
     sent += replay(stack, seconds=6)
-    batches = KnowledgeBase(r).batches(CHAIN)
-    assert any(b["active"] == 3 and b["slots"] == [0, 1, 2] for b in batches), batches[-5:]
+    # the replicas serve the new count at once; the next epoch (SPS_TASK_WINDOW_S) is
+    # planned with it
+    deadline = time.monotonic() + 90
+    while True:
+        batches = KnowledgeBase(r).batches(CHAIN)
+        if any(b["active"] == 3 and b["slots"] == [0, 1, 2] for b in batches):
+            break
+        assert time.monotonic() < deadline, batches[-5:]
+        time.sleep(1)
     executors = {e.split(":")[0] for e in KnowledgeBase(r).executors(CHAIN)}
     assert executors and "dataplane" not in executors, executors  # tasks ran on the workers
     sh(str(STACK), "compose", "start", "analyze", env=stack)

@@ -2,12 +2,13 @@
 outside the repository, a topology naming its functions, raw JSON records (no envelope)
 on the user's own input topic, an output topic; a real broker, redis-server and Spark,
 a rescale in the middle of the stream. `square` declares its cost (5 ms an event, the
-demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured. Run
-twice: the two operators apart with ids by offset, and chained into one (`chain: true`,
-one pool) with ids from a field of the records (`id: field:n`). The chained run also
-carries `visits`, a keyed operator with `state_ttl_s` on the records' event times (`time:
-field:t`): its live outputs, final state and expiry count are compared with `run_local`'s
-on the same records."""
+demo's `wait` mode: PA-SPS scales it out for the spike), `offset`'s is measured; the two
+are chained into one pool (`chain: true`), with ids from a field of the records (`id:
+field:n`). The run also carries `visits`, a keyed operator with `state_ttl_s` on the
+records' event times (`time: field:t`): its live outputs, final state and expiry count
+are compared with `run_local`'s on the same records. (Operators apart, each its own pool
+and topic, run live in `tests/integration/test_dataplane.py` and the other ensembles; ids
+by offset in `tests/compose`.)"""
 
 from __future__ import annotations
 
@@ -82,22 +83,15 @@ def _with_visits(root: Path, doc: str) -> str:
     return doc.replace("edges:\n", VISITS + "edges:\n" + VISITS_EDGES)
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["apart", "chained"])
-def chain(request) -> bool:
-    return bool(request.param)
-
-
 @pytest.fixture(scope="module")
-def user_project(tmp_path_factory, chain) -> Path:
+def user_project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("user-project")
     write_package(root)
-    doc = TOPOLOGY + f"chain: {str(chain).lower()}\n"
-    if chain:  # each reading carries its id: the file is read once, never cycled
-        doc = doc.replace("format: json,", 'format: json, id: "field:n",')
-    write_readings(root / "readings.jsonl", 12_000 if chain else 200, bad_every=50)
-    if chain:  # read once, so event times only grow: the TTL's expiry is deterministic
-        doc = _with_visits(root, doc)
-    (root / "squares.yaml").write_text(doc)
+    # each reading carries its id: the file is read once, never cycled, so event times
+    # only grow and the TTL's expiry is deterministic
+    doc = TOPOLOGY.replace("format: json,", 'format: json, id: "field:n",') + "chain: true\n"
+    write_readings(root / "readings.jsonl", 12_000, bad_every=50)
+    (root / "squares.yaml").write_text(_with_visits(root, doc))
     return root
 
 
@@ -121,7 +115,7 @@ def _rescale_mid_stream(ens, operator: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def user_run(user_project, tmp_path_factory, chain):
+def user_run(user_project, tmp_path_factory):
     path = os.environ.get("PYTHONPATH", "")
     with _importable(user_project):  # measuring the costs imports it here too
         return demo.run(
@@ -134,14 +128,14 @@ def user_run(user_project, tmp_path_factory, chain):
             drain_s=90,
             compare_static=False,
             warmup_s=2,
-            during=lambda ens: _rescale_mid_stream(ens, "square..offset" if chain else "square"),
+            during=lambda ens: _rescale_mid_stream(ens, "square..offset"),
             extra_env={"PYTHONPATH": os.pathsep.join(p for p in (str(user_project), path) if p)},
         )["report"]
 
 
 @contextlib.contextmanager
 def _importable(root: Path) -> Iterator[None]:
-    """``root``'s ``userpipe`` importable here: the other run's project's, imported
+    """``root``'s ``userpipe`` importable here: another project's, imported
     before, forgotten."""
     for name in [m for m in sys.modules if m == "userpipe" or m.startswith("userpipe.")]:
         del sys.modules[name]
@@ -152,9 +146,9 @@ def _importable(root: Path) -> Iterator[None]:
         sys.path.remove(str(root))
 
 
-def test_the_output_topic_holds_each_events_output_once(user_run, user_project, chain):
+def test_the_output_topic_holds_each_events_output_once(user_run, user_project):
     """The warm-up and the measured replay send one sequence of the file: the k-th
-    record sent is the file's k-th (cycled by offset ids, never by field ids)."""
+    record sent is the file's k-th, its id `k`."""
     readings = [json.loads(x) for x in (user_project / "readings.jsonl").read_text().splitlines()]
     sent = user_run["sent"]
     assert sent > 500 and user_run["lost"] == 0 and user_run["shed"] == 0
@@ -165,9 +159,9 @@ def test_the_output_topic_holds_each_events_output_once(user_run, user_project, 
     assert len(ids) == len(set(ids)), "an event's output appeared twice"
     expected = {}
     for k in range(sent):
-        value = expected_value(readings[k % len(readings)])
+        value = expected_value(readings[k])
         if value is not None:
-            expected[str(k) if chain else f"user.readings/0/{k}"] = value
+            expected[str(k)] = value
     got = {r["id"]: r["value"]["v"] for r in rows}
     assert got == expected
     # the report agrees with the files: every output once, nothing processed twice
@@ -182,7 +176,7 @@ def _rows(path: str) -> list[dict]:
     return [json.loads(x) for x in Path(path).read_text().splitlines()]
 
 
-def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain):
+def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project):
     """`visits` (live, heading the chain `visits..visited`) and in `run_local` (apart)
     over the records sent: the same output for each record, the same final state, the
     same expiry count. By hand: u<j>'s last record is n = 100j + 99 at t = j + 0.99 s, so
@@ -191,8 +185,6 @@ def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain
     0.01 s apart (its state never lapses, and the input's end expires nothing). No u<j>
     record comes after its state expired, so however the watermark lags live, no key
     starts afresh."""
-    if not chain:
-        pytest.skip("the apart run cycles its readings: event times go back")
     sent = user_run["sent"]
     assert sent > 1300
     records = [json.loads(x) for x in (user_project / "readings.jsonl").read_text().splitlines()]
@@ -213,38 +205,18 @@ def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project, chain
     assert live[str(sent - 1)] == {"user": "rest", **rest}
 
 
-def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run, chain):
-    """Every 50th reading raises in `square`: dead-lettered there with the exception,
-    by id; everything else reaches the output."""
-    stages = {s["operator"]: s for s in user_run["stages"]}
-    if chain:
-        return _chained_dead_letters(user_run, stages["square..offset"])
-    square, offset = stages["square"], stages["offset"]
-    assert square["sent"] == user_run["sent"] and square["lost"] == 0
-    assert square["dead"] > 0 and square["processed"] + square["dead"] == square["sent"]
-    assert offset["sent"] == offset["processed"] == square["processed"]
-    assert offset["dead"] == offset["lost"] == 0
-    dead = [
-        json.loads(x)
-        for x in Path(user_run["deadletter"]).read_text().splitlines()
-        if "square" in x
-    ]
-    assert len(dead) == square["dead"]
-    assert all(d["service"] == "dataplane:square" for d in dead)
-    assert all(d["error_type"] == "ValueError" for d in dead)
-    assert all(d["reason"].startswith("ValueError: bad reading ") for d in dead)
-    assert all("ops.py" in d["traceback"] and d["event_id"] for d in dead)
-
-
-def _chained_dead_letters(user_run, chained: dict) -> None:
-    """Chained, `square`'s failure fails the event in the chain's replica: dead-lettered
-    once, the member named in the reason."""
+def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run):
+    """Every 50th reading raises in `square`: its event fails in the chain's replica,
+    dead-lettered once with the exception, by id, the member named in the reason;
+    everything else reaches the output."""
+    chained = {s["operator"]: s for s in user_run["stages"]}["square..offset"]
     assert chained["sent"] == user_run["sent"] and chained["lost"] == 0
     assert chained["dead"] > 0 and chained["processed"] + chained["dead"] == chained["sent"]
     dead = [json.loads(x) for x in Path(user_run["deadletter"]).read_text().splitlines()]
     dead = [d for d in dead if d["service"].startswith("dataplane:")]
     assert len(dead) == chained["dead"]
     assert all(d["service"] == "dataplane:square..offset" for d in dead)
+    assert all(d["error_type"] == "ValueError" for d in dead)
     assert all(d["reason"].startswith("ValueError: bad reading ") for d in dead)
     assert all(d["reason"].endswith("(in 'square', chained in 'square..offset')") for d in dead)
     assert all("ops.py" in d["traceback"] and d["event_id"] for d in dead)

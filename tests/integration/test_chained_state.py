@@ -28,41 +28,20 @@ from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.replica import Replica
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
+from tests.support.records import Record
 
 pytestmark = pytest.mark.integration
 
 OPS = "tests.support.engine_ops"
 
 
-class Record:
-    """A consumed record as the steps read it (confluent-kafka's Message's accessors)."""
-
-    def __init__(self, offset: int, value: bytes) -> None:
-        self._o, self._v = offset, value
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._o
-
-    def value(self) -> bytes:
-        return self._v
-
-    def key(self) -> bytes | None:
-        return None
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, int(time.time() * 1000))
-
-
 def event(offset: int, event_id: str, evt: float, **payload: Any) -> tuple[Any, float]:
     body = Envelope(event_id, time.time(), "source", payload, evt=evt).encode()
-    return Record(offset, body), time.perf_counter()
+    return Record(0, offset, body), time.perf_counter()
 
 
 def declared(offset: int, wm: float) -> tuple[Any, float]:
-    return Record(offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
+    return Record(0, offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
 
 
 def group_of(

@@ -41,10 +41,12 @@ def _wait_for_batch(r: redis.Redis, log: str, active: int, proc, tmp_path) -> No
         time.sleep(0.2)
 
 
-LOCAL = {"SPS_SPARK_MASTER": "auto"}
+# Each step waits for a micro-batch planned with its count (the planning is what this
+# test checks), so epochs end every 5 s here, not at the default's length.
+LOCAL = {"SPS_SPARK_MASTER": "auto", "SPS_TASK_WINDOW_S": "5"}
 # Two executor JVMs with one core each, their own Python workers; two tasks per operator
 # per micro-batch, so a batch of the 4-replica step spreads over both executors.
-CLUSTER = {"SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}
+CLUSTER = {**LOCAL, "SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.replica import Replica
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
+from tests.support.records import Record
 
 pytestmark = pytest.mark.integration
 
@@ -43,28 +44,6 @@ DOC = {
     ],
     "edges": [{"from": "source", "to": "total"}],
 }
-
-
-class Record:
-    """A consumed record as the steps read it (confluent-kafka's Message's accessors)."""
-
-    def __init__(self, partition: int, offset: int, value: bytes, key: bytes) -> None:
-        self._p, self._o, self._v, self._k = partition, offset, value, key
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def value(self) -> bytes:
-        return self._v
-
-    def key(self) -> bytes:
-        return self._k
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, int(time.time() * 1000))
 
 
 def record(partition: int, offset: int, key: str, v: int) -> tuple[Any, float]:

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.harness.collector import unwrap
 from benchmarks.harness.runs import alternating, names, paced, run_all
-from benchmarks.harness.summary import cpu_cells, latency_cells, lines, summary
+from benchmarks.harness.summary import cpu_cells, idle_cells, latency_cells, lines, summary
 
 pytestmark = pytest.mark.unit
 
@@ -110,3 +110,17 @@ def test_unwrap_reads_each_engines_output_shape():
 def test_flags_lists_and_an_unpaced_feed():
     assert names(" q5, ,q7 ") == ["q5", "q7"]
     assert list(paced(["x", "y"], None)) == [(0, "x"), (1, "y")]
+
+
+def test_idle_cells_give_cores_at_rest_in_all_and_by_role():
+    # 10 s at rest: the broker 1.2 CPU s, the JVM 0.5, the workers 0.3 -> 0.2 cores in all
+    used = {"spark driver JVM": 0.5, "broker": 1.2, "spark python workers": 0.3}
+    assert idle_cells(used, 10.0) == {
+        "idle_cores": 0.2,
+        "idle_cores_by_role": {
+            "broker": 0.12,
+            "spark driver JVM": 0.05,
+            "spark python workers": 0.03,
+        },
+    }
+    assert idle_cells({"broker": 1.0}, 0) == {}

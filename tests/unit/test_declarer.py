@@ -1,12 +1,13 @@
 """A replica slot's declarations (``elastic_sps.services.dataplane.declaring.Declarer``): the
 first of a task always goes, changes at most every DECLARE_EVERY_S, a wake from idle at once, what
-was held back at the task's end."""
+was held back once its interval has passed (with a record or without) and at the task's end."""
 
 from __future__ import annotations
 
 import pytest
 
 from elastic_sps.io.watermarks import Declaration, decode_declaration
+from elastic_sps.services.dataplane import declaring
 from elastic_sps.services.dataplane.declaring import Declarer
 
 pytestmark = pytest.mark.unit
@@ -39,3 +40,21 @@ def test_a_wake_from_idle_goes_at_once():
     d.offer(Declaration("a", 0, 1, 10.0, idle=True))
     d.offer(Declaration("a", 0, 1, 10.0, idle=False))
     assert [x.idle for _, _, x in sent.rows] == [True, False]
+
+
+def test_a_held_declaration_goes_once_its_interval_has_passed_without_a_record(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(declaring.time, "monotonic", lambda: now[0])
+    sent = Sent()
+    d = Declarer(sent, [("t.b", 0)])
+    assert d.held_until() is None
+    d.offer(Declaration("a", 0, 1, 10.0))  # at 100.0: goes
+    now[0] = 100.05
+    d.offer(Declaration("a", 0, 1, 11.0))  # held until 100.2
+    assert d.held_until() == pytest.approx(100.2)
+    now[0] = 100.15
+    d.send_held()
+    assert [x.wm for _, _, x in sent.rows] == [10.0]
+    now[0] = 100.2
+    d.send_held()
+    assert [x.wm for _, _, x in sent.rows] == [10.0, 11.0] and d.held_until() is None

@@ -59,3 +59,8 @@ def test_past_the_deadline_the_epoch_is_over_and_a_late_record_is_left():
     over = Epoch(deadline=time.monotonic() - 1, checkpoint_s=1.0)
     assert _take(feed_of(), over) is None
     assert _take(feed_of(("late", 0.0)), over) is None  # read again by the next task
+
+
+def test_an_empty_feed_gives_nothing_when_a_held_declaration_may_go():
+    far = Epoch(deadline=time.monotonic() + 60, checkpoint_s=30.0)
+    assert _take(feed_of(), far, wake_at=time.monotonic() - 0.1) == []

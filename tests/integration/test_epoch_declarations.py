@@ -1,0 +1,102 @@
+"""A replica serving its live feed for an epoch (``replica.Replica.serve_feed``), through the
+real per-event steps on a real redis-server and broker: a watermark declaration held back
+by the sending interval goes out once the interval has passed, whether or not another
+record arrives, not at the epoch's end (a sender whose input stopped kept its
+successors' windows open until then)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from queue import SimpleQueue
+from typing import Any
+
+import pytest
+import yaml
+
+from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declaration
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.job import create_topics
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.publishing import publish
+from elastic_sps.services.dataplane.reading import WINDOW_END
+from elastic_sps.services.dataplane.replica import Epoch, Replica
+from elastic_sps.services.dataplane.slots import Slot
+from elastic_sps.settings import DataplaneSettings
+from tests.support.records import Record
+
+pytestmark = pytest.mark.integration
+
+DOC = {
+    "operators": [
+        {"name": "step", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
+         "max_replicas": 2},
+        {"name": "after", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
+         "max_replicas": 2, "chain": False},
+    ],
+    "edges": [{"from": "source", "to": "step"}, {"from": "step", "to": "after"}],
+}  # fmt: skip
+
+
+class Declared:
+    """The declarations a group's producer sends, beside sending them."""
+
+    def __init__(self, g: GroupRun) -> None:
+        self.g, self.real = g, g.producer.produce
+        self.seen: list[Declaration] = []
+
+    def produce(
+        self, topic: str, value: bytes, partition: int | None, key: bytes | None = None
+    ) -> None:
+        if is_declaration(value):
+            self.seen.append(decode_declaration(value))
+        self.real(topic, value, partition, key)
+
+    def wait_for(self, wm: float, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(d.wm == wm for d in self.seen):
+                return True
+            time.sleep(0.05)
+        return False
+
+
+def declared(offset: int, wm: float) -> tuple[Any, float]:
+    return Record(0, offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
+
+
+def test_a_held_back_declaration_goes_out_while_the_feed_is_quiet(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    tag = f"ed{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "epoch.yaml"
+    path.write_text(yaml.safe_dump({**DOC, "name": tag}))
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag
+    )
+    topo = topology.load(path)
+    create_topics(settings, topo)  # `after`'s two partitions, which `step` declares to
+    g = GroupRun(SourceOptions.build(settings, topo, ["step"], "none"), "step", 1)
+    sent = Declared(g)
+    g.producer.produce = sent.produce  # type: ignore[method-assign]  # this test's producer
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    feed: SimpleQueue = SimpleQueue()
+    # the source's watermark twice in a row: the first goes at once, the second is held
+    # back by the interval; then nothing more arrives for the rest of a long epoch
+    feed.put(declared(0, 10.0))
+    feed.put(declared(1, 11.0))
+    serving = threading.Thread(
+        target=replica.serve_feed, args=(feed, Epoch(time.monotonic() + 60, checkpoint_s=0))
+    )
+    serving.start()
+    try:
+        went_while_serving = sent.wait_for(11.0, timeout_s=20)
+    finally:
+        feed.put(WINDOW_END)
+        serving.join(30)
+    publish(g, replica.finish())
+    assert [d.wm for d in sent.seen if d.src == "step"][:2] == [10.0, 10.0]  # both of after's
+    assert went_while_serving, [d.wm for d in sent.seen]
