@@ -9,7 +9,7 @@ from typing import Any
 
 from elastic_sps.contracts.action import DeadLetter
 from elastic_sps.control.routing import Routers, RoutingView
-from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase, active_count
 from elastic_sps.io.rescale_timeline import CountWatch
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.pipeline.chain import open_runnable
@@ -18,6 +18,10 @@ from elastic_sps.pipeline.failures import Failure, FailureGuard
 from elastic_sps.pipeline.operators import Context, Runnable
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.worker import WORKER
+
+# How often a replica's routers start again from the successors' backlogs inside an
+# epoch: as often as each task built them when epochs were 5 s long.
+ROUTERS_REBUILD_S = 5.0
 
 
 @dataclass
@@ -77,8 +81,23 @@ class GroupRun:
         )
 
     def routers(self, slot: int) -> Routers:
-        """A slot's routers: the task's slots choose at once from one snapshot."""
-        return Routers(self.view, self.successors, concurrency=self.active, start=slot)
+        """A slot's routers: the task's slots choose at once from one snapshot, taken
+        again every ``ROUTERS_REBUILD_S`` of a long epoch."""
+        return Routers(
+            self.view,
+            self.successors,
+            concurrency=self.active,
+            start=slot,
+            rebuild_s=ROUTERS_REBUILD_S,
+        )
+
+    def current_active(self) -> int:
+        """The operator's active count now (the task's may be an epoch old: a stateless
+        resize takes effect in the running task, through the routers upstream)."""
+        if self.o.settings.fixed_replicas:
+            return self.active
+        raw = self.r.get(self.keys.active(self.operator))
+        return active_count(raw, self.op.min_replicas, self.op.max_replicas)
 
     def _guard(self, kind: str, o: SourceOptions) -> FailureGuard:
         op = self.op

@@ -71,6 +71,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
     interval = int(time.time() // g.td)
     metrics_topic = g.o.metrics_topic
+    active = g.current_active()
     for res in results:
         if res.marks is not None:  # a stateless partition's watermarks, with its offset
             res.marks.write(g.r, pipe)
@@ -98,7 +99,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
             busy_s=res.busy,
             dead_lettered=res.dead,
             expired=res.expired,
-            active_replicas=g.active,
+            active_replicas=active,
             latency_ms=res.latencies.values,
             queuing_ms=res.queuing.values,
             latency_ms_sum=res.latencies.total,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -269,6 +269,19 @@ def resized(g: GroupRun, planned: Mapping[str, int]) -> Callable[[], bool]:
     return changed
 
 
+def resumed(slots: tuple[Slot, ...], committed: Mapping[Any, Any]) -> tuple[Slot, ...]:
+    """Each stateless slot from where its partition was checkpointed, if that is past
+    its planned start: a retried task (Spark gives a failed task's slots to a new
+    attempt) goes on where the failed attempt's last checkpoint left off, as a replayed
+    batch does (``slots.plan_slots``), not from the start of its epoch."""
+    done = {int(k): int(v) for k, v in committed.items()}
+    out = []
+    for s in slots:
+        at = done.get(s.replica, 0)
+        out.append(replace(s, start=max(s.start, at), end=max(s.end, at)) if at > s.start else s)
+    return tuple(out)
+
+
 def run_windowed(
     g: GroupRun,
     slots: tuple[Slot, ...],
@@ -302,7 +315,14 @@ def run_windowed(
         return feed
 
     moves = KeyedMoves(g, g.active, queues, spawn) if moves_in_task else None
-    feed_window(g.o, g.topic, feeds, starts, deadline, stop, moves)
+
+    def failed() -> bool:
+        """A replica thread that raised (its operator failing, a fenced read, a fault)
+        ends the epoch now: the task fails with it instead of reading on for the rest of
+        the epoch while the replica's partitions stall."""
+        return any(f.done() and f.exception() is not None for f in futures)
+
+    feed_window(g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves)
     return [res for f in futures for res in f.result()]
 
 
@@ -323,6 +343,8 @@ def run_group(
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
     warm_consumers(o, tuple(g.keys.topic(name) for name in g.topo.names))
+    if not g.op.stateful:  # a keyed slot skips what its partition committed by itself
+        slots = resumed(slots, g.r.hgetall(g.keys.committed(operator)))
     records = read_slots(o, g.topic, slots)
     backlog = sum(len(r) for r in records.values())
     window = o.task_window_s

@@ -10,6 +10,8 @@ Spark pickles the reader to its Python workers, so clients are opened lazily, ne
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +38,11 @@ from elastic_sps.services.dataplane.slots import (
 # events need them, and the dataplane reports itself healthy only after it
 # (observe.health). An RDD job cannot warm them: streaming tasks do not reuse its workers.
 WARM = "@warm"
+
+log = logging.getLogger("sps.dataplane")
+# each reader's queue reporter (``_report_queues``), by the stop event it waits on: kept
+# off the reader, which Spark pickles
+_REPORTERS: dict[int, threading.Event] = {}
 
 
 class SlotGroup(InputPartition):
@@ -107,6 +114,7 @@ class OperatorReader(DataSourceStreamReader):
         # progress and the reads are still the batch's (see partitions, commit).
         self._reads: BatchReads | None = None
         self._reads_end: dict | None = None
+        self._planned = False  # a batch planned by this reader (this query's run) yet
 
     # -- driver side -------------------------------------------------------------------
     def _redis(self) -> Any:
@@ -231,21 +239,34 @@ class OperatorReader(DataSourceStreamReader):
         planned = {
             op: self._plan(op, start, end, active[op], reads.progress) for op in self.operators
         }
-        serve_s = self._serve_seconds(planned, warm=start.get(WARM, {}).get("0", 0) == 0)
+        # a fresh query's first batch, or the first this reader plans (a restart, a
+        # standby's takeover, replaying the batch that was running) is short: the
+        # dataplane is healthy, and the standby serving, after it
+        warm = start.get(WARM, {}).get("0", 0) == 0 or not self._planned
+        self._planned = True
+        serve_s = self._serve_seconds(planned, warm=warm)
         tasks: list[InputPartition] = []
         grouped = {op: self._groups(op, slots) for op, slots in planned.items()}
-        # a keyed operator spread over several tasks moves its partitions at a new task
+        # a keyed operator spread over several tasks moves its partitions at a new task;
+        # so does a CPU-bound one: the threads of a task share its process's one core
+        moves_in_task = {
+            op
+            for op, groups in grouped.items()
+            if self._topology()[op].stateful
+            and len(groups) == 1
+            and not self._topology()[op].cpu_bound
+        }
         spread = {
             op: active[op]
-            for op, groups in grouped.items()
-            if self._topology()[op].stateful and len(groups) > 1
+            for op in grouped
+            if self._topology()[op].stateful and op not in moves_in_task
         }
         kb = self._kb()
         pipe = self._redis().pipeline(transaction=False)
         self._moved_in_task = set()
         for op, slots in planned.items():
             groups = grouped[op]
-            in_task = self._topology()[op].stateful and len(groups) == 1
+            in_task = op in moves_in_task
             if in_task:
                 self._moved_in_task.add(op)
             tasks.extend(SlotGroup(op, g, active[op], serve_s, spread, in_task) for g in groups)
@@ -322,13 +343,40 @@ class OperatorReader(DataSourceStreamReader):
         """The batch up to ``end`` is done: publish each operator's queue left behind and
         its active count, for the monitor. Spark calls this as a later batch starts,
         between that batch's latestOffset and partitions, so its reads are current; being
-        that late, nothing a drain waits on is recorded here (``replica.publish``)."""
+        that late, nothing a drain waits on is recorded here (``replica.publish``). A
+        batch lasts an epoch, so a thread publishes the same every td in between
+        (``_report_queues``)."""
+        self._publish_queues(self._reads or self._read(), end)
+        if id(self) not in _REPORTERS:
+            stopped = _REPORTERS[id(self)] = threading.Event()
+            threading.Thread(
+                target=self._report_queues, args=(stopped,), name="sps-queues", daemon=True
+            ).start()
+
+    def stop(self) -> None:
+        """The query stops: so does its queue reporter."""
+        _REPORTERS.pop(id(self), threading.Event()).set()
+
+    def _report_queues(self, stopped: threading.Event) -> None:
+        """Every td until the query stops: the queues from the progress the replicas
+        checkpoint. A failed read or send is said and tried again a td later."""
+        from confluent_kafka import KafkaException
+        from redis.exceptions import RedisError
+
+        while not stopped.wait(self.o.td):
+            try:
+                self._publish_queues(self._read(), {})
+            except (RedisError, KafkaException) as exc:
+                log.warning("queue levels not published: %s", exc)
+
+    def _publish_queues(self, reads: BatchReads, end: dict) -> None:
+        """Each operator's events not yet processed (beyond ``end``, Spark's offsets of the
+        batch done, and the replicas' checkpointed progress) and active count."""
         from confluent_kafka import Producer
 
         from elastic_sps.contracts.metrics import OperatorCounters
         from elastic_sps.io.connections import kafka_config
 
-        reads = self._reads or self._read()
         if self._producer is None:
             self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
         interval = int(time.time() // self.o.td)

@@ -84,14 +84,15 @@ class Gate:
         simulator's ``goal`` shedder): LAS bounds the entry operator's queuing only,
         so with a downstream operator short, end-to-end latency would reach several
         times the goal while the entry's queuing stayed near it. ``batch_s``: the
-        dataplane's task window (``SPS_TASK_WINDOW_S``), about a micro-batch's length.
+        dataplane's checkpoint interval (``SPS_CHECKPOINT_S``): how long an event's
+        progress waits to be recorded.
 
         The queues may hold only what is cleared within the goal less the time an event
         spends beside them (``path_s``): the path's et and per-hop engine time
-        (``LIVE_ENGINE.hop_s``, measured at 50 % load) plus one batch, since the queue is
-        read from offsets that move only when a batch ends. Bounded at the whole goal,
-        admitted events would wait about the goal at the short operator and the path on
-        top."""
+        (``LIVE_ENGINE.hop_s``, measured at 50 % load) plus one checkpoint interval,
+        since the queue is read from offsets that move only at a checkpoint. Bounded at
+        the whole goal, admitted events would wait about the goal at the short operator
+        and the path on top."""
         self.topology = topology
         self.entry = topology.entry_operators[0]
         self.redis = redis

@@ -9,11 +9,13 @@ then N's tasks; one batch at a time, all in one planner process."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from redis.connection import AbstractConnection
 
 from elastic_sps.contracts.metrics import OperatorCounters
@@ -26,6 +28,7 @@ from elastic_sps.settings import DataplaneSettings
 pytestmark = pytest.mark.integration  # a real redis-server (tests/conftest.py)
 
 OPS = ["parse", "classify_content", "classify_author", "store"]  # twitter's: pools of 8
+KEYED = "tests.support.keyed_ops"
 
 
 class Sink:
@@ -75,9 +78,11 @@ def no_sps_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name)
 
 
-def reader(redis_url: str, keys: Keys, ops: list[str], **settings: Any) -> OperatorReader:
+def reader(
+    redis_url: str, keys: Keys, ops: list[str], topo: Any = "twitter", **settings: Any
+) -> OperatorReader:
     chosen = DataplaneSettings(redis_url=redis_url, key_prefix=keys.prefix, **settings)
-    out = OperatorReader(SourceOptions.build(chosen, topology.load("twitter"), ops, "none"))
+    out = OperatorReader(SourceOptions.build(chosen, topology.load(topo), ops, "none"))
     out._producer = Sink()
     out._redis().ping()  # connected: the handshake is no batch's
     return out
@@ -189,3 +194,76 @@ def test_the_warm_up_batch_serves_one_checkpoint_interval(redis_url, keys):
     assert {t.serve_s for t in r.partitions(start, end)} == {1.0}  # a fresh query's first
     later = r.latestOffset(end, None)
     assert {t.serve_s for t in r.partitions(end, later)} == {5.0}
+
+
+def test_a_restarted_querys_first_batch_serves_one_checkpoint_interval(redis_url, keys):
+    # a batch replayed from the checkpoint by a new reader (a restart, a standby's
+    # takeover): past the warm-up, yet its reader's first, so short like it
+    r = reader(redis_url, keys, ["parse"], partition_ends="registry", task_window_s=5,
+               checkpoint_s=1)  # fmt: skip
+    start = {**r.initialOffset(), WARM: {"0": 1}}
+    end = r.latestOffset(start, None)
+    assert {t.serve_s for t in r.partitions(start, end)} == {1.0}
+    later = r.latestOffset(end, None)
+    assert {t.serve_s for t in r.partitions(end, later)} == {5.0}
+
+
+def test_between_batches_the_queues_are_published_every_td(redis_url, redis_client, keys):
+    r = reader(redis_url, keys, ["parse"], partition_ends="registry", td=0.2)
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    r.partitions(start, end)
+    r.latestOffset(end, None)
+    r.commit(end)
+    try:
+        # the replicas checkpoint inside the epoch: 100 - 90 and 50 - 45 left
+        redis_client.hset(keys.committed("parse"), mapping={"0": 90, "1": 45})
+        redis_client.set(keys.active("parse"), 3)
+        deadline = time.monotonic() + 10
+        while (r._producer.sent[-1].queued, r._producer.sent[-1].active_replicas) != (15, 3):
+            assert time.monotonic() < deadline, r._producer.sent[-3:]
+            time.sleep(0.05)
+    finally:
+        r.stop()
+    n = len(r._producer.sent)
+    time.sleep(0.6)
+    assert len(r._producer.sent) == n  # stopped with its query
+
+
+def test_a_cpu_bound_keyed_operator_moves_at_a_new_task(redis_url, redis_client, keys, tmp_path):
+    # the threads of one task share one core: a CPU-bound keyed operator's new replicas
+    # need new tasks, so a change of its count ends the epoch; a waiting one's moves
+    # are handed over inside its task
+    doc = {
+        "name": "cpu",
+        "operators": [
+            {
+                "name": "busy",
+                "code": f"{KEYED}:running_total",
+                "key": "field:k",
+                "et_ms": 2,
+                "cpu_share": 1.0,
+                "max_replicas": 2,
+            },
+            {
+                "name": "calm",
+                "code": f"{KEYED}:running_total",
+                "key": "field:k",
+                "et_ms": 2,
+                "max_replicas": 2,
+                "chain": False,  # a pool of its own
+            },
+        ],
+        "edges": [{"from": "source", "to": "busy"}, {"from": "busy", "to": "calm"}],
+    }
+    path = tmp_path / "cpu.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    redis_client.set(keys.active("busy"), 1)  # both partitions with one replica, one task
+    redis_client.set(keys.active("calm"), 1)
+    r = reader(redis_url, keys, ["busy", "calm"], topo=path, partition_ends="registry",
+               tasks_per_query=1)  # fmt: skip
+    start = r.initialOffset()
+    tasks = r.partitions(start, r.latestOffset(start, None))
+    by_op = {t.operator: t for t in tasks}
+    assert by_op["busy"].moves_in_task is False and "busy" in by_op["busy"].keyed_active
+    assert by_op["calm"].moves_in_task is True and "calm" not in by_op["calm"].keyed_active

@@ -1,5 +1,6 @@
-"""A task's epoch (``elastic_sps.services.dataplane.replica``): a replica takes what its
-feed holds, comes back empty-handed when a checkpoint falls due, and stops at the
+"""A task's epoch (``elastic_sps.services.dataplane.replica``): a retried task starts where
+the failed attempt checkpointed; a replica takes what its feed holds, comes back
+empty-handed when a checkpoint falls due or a held declaration may go, and stops at the
 deadline or at the reader's end of the window."""
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from queue import SimpleQueue
 import pytest
 
 from elastic_sps.services.dataplane.reading import WINDOW_END
-from elastic_sps.services.dataplane.replica import CHUNK, Epoch, _take
+from elastic_sps.services.dataplane.replica import CHUNK, Epoch, _take, resumed
+from elastic_sps.services.dataplane.slots import Slot
 
 pytestmark = pytest.mark.unit
 
@@ -64,3 +66,15 @@ def test_past_the_deadline_the_epoch_is_over_and_a_late_record_is_left():
 def test_an_empty_feed_gives_nothing_when_a_held_declaration_may_go():
     far = Epoch(deadline=time.monotonic() + 60, checkpoint_s=30.0)
     assert _take(feed_of(), far, wake_at=time.monotonic() - 0.1) == []
+
+
+def test_a_retried_task_starts_its_slots_where_their_partitions_were_checkpointed():
+    planned = (Slot(0, 10, 20), Slot(1, 5, 5, standby=True), Slot(2, 30, 40))
+    # Redis's bytes: partition 0 checkpointed inside the planned range, 1 past it, 2 before
+    committed = {b"0": b"15", b"1": b"8", b"2": b"25"}
+    assert resumed(planned, committed) == (
+        Slot(0, 15, 20),
+        Slot(1, 8, 8, standby=True),
+        Slot(2, 30, 40),
+    )
+    assert resumed(planned, {}) == planned

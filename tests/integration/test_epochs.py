@@ -1,8 +1,9 @@
-"""A replica serving its live feed for an epoch (``replica.Replica.serve_feed``), through the
-real per-event steps on a real redis-server and broker: a watermark declaration held back
-by the sending interval goes out once the interval has passed, whether or not another
-record arrives, not at the epoch's end (a sender whose input stopped kept its
-successors' windows open until then)."""
+"""A task's epoch (``services/dataplane/replica.py``) through the real per-event steps on a
+real redis-server and broker. What must not wait for the epoch's end (30 s by default):
+a watermark declaration held back by the sending interval goes out once the interval has
+passed, whether or not another record arrives (a sender whose input stopped kept its
+successors' windows open until then); a replica whose operator fails the task ends the
+epoch at once (the task read on, the failing replica's partitions stalled, until then)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
+from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declaration
 from elastic_sps.model import topology
+from elastic_sps.pipeline.failures import OperatorFailing
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.reading import WINDOW_END
-from elastic_sps.services.dataplane.replica import Epoch, Replica
+from elastic_sps.services.dataplane.replica import Epoch, Replica, run_windowed
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -63,6 +66,18 @@ class Declared:
         return False
 
 
+def group_of(doc: dict, name: str, bootstrap: str, redis_url: str, tmp_path: Any) -> GroupRun:
+    tag = f"ep{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "epoch.yaml"
+    path.write_text(yaml.safe_dump({**doc, "name": tag}))
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=bootstrap, redis_url=redis_url, key_prefix=tag
+    )
+    topo = topology.load(path)
+    create_topics(settings, topo)  # the partitions the replicas read and declare to
+    return GroupRun(SourceOptions.build(settings, topo, [name], "none"), name, 1)
+
+
 def declared(offset: int, wm: float) -> tuple[Any, float]:
     return Record(0, offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
 
@@ -70,15 +85,7 @@ def declared(offset: int, wm: float) -> tuple[Any, float]:
 def test_a_held_back_declaration_goes_out_while_the_feed_is_quiet(
     kafka_bootstrap: str, redis_url: str, tmp_path: Any
 ) -> None:
-    tag = f"ed{uuid.uuid4().hex[:6]}"
-    path = tmp_path / "epoch.yaml"
-    path.write_text(yaml.safe_dump({**DOC, "name": tag}))
-    settings = DataplaneSettings(
-        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag
-    )
-    topo = topology.load(path)
-    create_topics(settings, topo)  # `after`'s two partitions, which `step` declares to
-    g = GroupRun(SourceOptions.build(settings, topo, ["step"], "none"), "step", 1)
+    g = group_of(DOC, "step", kafka_bootstrap, redis_url, tmp_path)
     sent = Declared(g)
     g.producer.produce = sent.produce  # type: ignore[method-assign]  # this test's producer
     replica = Replica(g, 0)
@@ -100,3 +107,21 @@ def test_a_held_back_declaration_goes_out_while_the_feed_is_quiet(
     publish(g, replica.finish())
     assert [d.wm for d in sent.seen if d.src == "step"][:2] == [10.0, 10.0]  # both of after's
     assert went_while_serving, [d.wm for d in sent.seen]
+
+
+def test_a_replica_whose_operator_fails_ends_the_epoch_at_once(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    doc = {
+        "operators": [
+            {"name": "fails", "code": "tests.support.broken_ops:raises_on_most", "et_ms": 0.1,
+             "max_replicas": 1, "on_error": "fail"},
+        ],
+        "edges": [{"from": "source", "to": "fails"}],
+    }  # fmt: skip
+    g = group_of(doc, "fails", kafka_bootstrap, redis_url, tmp_path)
+    body = Envelope("e1", time.time(), "source", {"n": 1}).encode()  # 1 % 3: raises
+    began = time.monotonic()
+    with pytest.raises(OperatorFailing, match="fails"):
+        run_windowed(g, (Slot(0, 0, 1),), {0: [Record(0, 0, body)]}, began + 60, stop=lambda: False)
+    assert time.monotonic() - began < 30  # not at the epoch's end, 60 s on
