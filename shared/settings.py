@@ -85,8 +85,9 @@ class ServiceSettings(BaseSettings):
         30.0,
         "A dataplane task's epoch: how long it keeps serving its replicas' partitions, "
         "reading what upstream produces meanwhile (0: its planned offsets only); it ends "
-        "sooner when a keyed operator spread over several tasks changes its replica count. "
-        "Events arriving while one epoch ends and the next starts wait for it.",
+        "sooner when a keyed operator spread over several tasks, or CPU-bound, changes its "
+        "replica count, or when a replica fails. Events arriving while one epoch ends and "
+        "the next starts wait for it.",
         ge=0,
     )
     checkpoint_s: float = _f(

@@ -36,8 +36,8 @@ class Declarer:
     """Sends a slot's declaration when it changed: at most every ``DECLARE_EVERY_S``
     while the task serves (one held back goes when its interval has passed, with the
     next record or without: ``send_held``), at once when it wakes from idle, and at the
-    task's end. What
-    successors last heard is not known at the task's start: its first one always goes."""
+    task's end. What successors last heard is not known at the task's start: its first
+    one always goes."""
 
     def __init__(self, producer: Any, targets: list[tuple[str, int]]) -> None:
         self.producer, self.targets = producer, targets

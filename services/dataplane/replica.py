@@ -7,8 +7,9 @@ each replica in its own thread (``slots.py`` says why) through the per-event ste
 epoch. Inside the epoch every replica checkpoints on its own every ``checkpoint_s``
 (``checkpoint``): its outputs flushed, then its counters, progress and keyed state
 committed, so an epoch can be long without the monitor, a drain or a retry waiting for
-its end. The epoch ends at its deadline, or at once when a keyed operator's count
-changes (``resized``): its partitions' new owners start in the next epoch. Clients are
+its end. The epoch ends at its deadline, at once when a keyed operator spread over
+several tasks (or CPU-bound) changes its count (``resized``): its partitions' new owners
+start in the next epoch; or when a replica thread fails. Clients are
 cached per worker process (``worker.py``: Spark reuses Python workers); so is each entry
 operator's LAS sketch state, which must outlive a task to become stable.
 """
