@@ -318,7 +318,7 @@ def run_windowed(
     moves = KeyedMoves(g, g.active, queues, spawn) if moves_in_task else None
 
     def failed() -> bool:
-        """A replica thread that raised (its operator failing, a fenced read, a fault)
+        """A replica thread that raised (its operator failing the task, a lost server)
         ends the epoch now: the task fails with it instead of reading on for the rest of
         the epoch while the replica's partitions stall."""
         return any(f.done() and f.exception() is not None for f in futures)

@@ -248,13 +248,14 @@ class OperatorReader(DataSourceStreamReader):
         tasks: list[InputPartition] = []
         grouped = {op: self._groups(op, slots) for op, slots in planned.items()}
         # a keyed operator spread over several tasks moves its partitions at a new task;
-        # so does a CPU-bound one: the threads of a task share its process's one core
+        # so does a CPU-bound one that may get more tasks: the threads of one task share
+        # its process's one core
         moves_in_task = {
             op
             for op, groups in grouped.items()
             if self._topology()[op].stateful
             and len(groups) == 1
-            and not self._topology()[op].cpu_bound
+            and not (self._topology()[op].cpu_bound and self._tasks(op) > 1)
         }
         spread = {
             op: active[op]
@@ -366,7 +367,7 @@ class OperatorReader(DataSourceStreamReader):
         while not stopped.wait(self.o.td):
             try:
                 self._publish_queues(self._read(), {})
-            except (RedisError, KafkaException) as exc:
+            except (RedisError, KafkaException, BufferError) as exc:  # the servers, not us
                 log.warning("queue levels not published: %s", exc)
 
     def _publish_queues(self, reads: BatchReads, end: dict) -> None:

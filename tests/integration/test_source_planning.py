@@ -78,11 +78,48 @@ def no_sps_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name)
 
 
+CPU_DOC = {
+    "name": "cpu",
+    "operators": [
+        {
+            "name": "busy",
+            "code": f"{KEYED}:running_total",
+            "key": "field:k",
+            "et_ms": 2,
+            "cpu_share": 1.0,
+            "max_replicas": 2,
+        },
+        {
+            "name": "calm",
+            "code": f"{KEYED}:running_total",
+            "key": "field:k",
+            "et_ms": 2,
+            "max_replicas": 2,
+            "chain": False,  # a pool of its own
+        },
+    ],
+    "edges": [{"from": "source", "to": "busy"}, {"from": "busy", "to": "calm"}],
+}
+
+
+READERS: list[OperatorReader] = []
+
+
+@pytest.fixture(autouse=True)
+def readers_stopped() -> Iterator[None]:
+    """Each test's readers stopped at its end, as Spark stops a query's: a reader's queue
+    reporter (started by its first commit) reads Redis every td until then."""
+    yield
+    while READERS:
+        READERS.pop().stop()
+
+
 def reader(
     redis_url: str, keys: Keys, ops: list[str], topo: Any = "twitter", **settings: Any
 ) -> OperatorReader:
     chosen = DataplaneSettings(redis_url=redis_url, key_prefix=keys.prefix, **settings)
     out = OperatorReader(SourceOptions.build(chosen, topology.load(topo), ops, "none"))
+    READERS.append(out)
     out._producer = Sink()
     out._redis().ping()  # connected: the handshake is no batch's
     return out
@@ -225,6 +262,7 @@ def test_between_batches_the_queues_are_published_every_td(redis_url, redis_clie
             time.sleep(0.05)
     finally:
         r.stop()
+    time.sleep(0.6)  # a publication under way as it stopped lands
     n = len(r._producer.sent)
     time.sleep(0.6)
     assert len(r._producer.sent) == n  # stopped with its query
@@ -234,36 +272,30 @@ def test_a_cpu_bound_keyed_operator_moves_at_a_new_task(redis_url, redis_client,
     # the threads of one task share one core: a CPU-bound keyed operator's new replicas
     # need new tasks, so a change of its count ends the epoch; a waiting one's moves
     # are handed over inside its task
-    doc = {
-        "name": "cpu",
-        "operators": [
-            {
-                "name": "busy",
-                "code": f"{KEYED}:running_total",
-                "key": "field:k",
-                "et_ms": 2,
-                "cpu_share": 1.0,
-                "max_replicas": 2,
-            },
-            {
-                "name": "calm",
-                "code": f"{KEYED}:running_total",
-                "key": "field:k",
-                "et_ms": 2,
-                "max_replicas": 2,
-                "chain": False,  # a pool of its own
-            },
-        ],
-        "edges": [{"from": "source", "to": "busy"}, {"from": "busy", "to": "calm"}],
-    }
     path = tmp_path / "cpu.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(CPU_DOC))
     redis_client.set(keys.active("busy"), 1)  # both partitions with one replica, one task
     redis_client.set(keys.active("calm"), 1)
     r = reader(redis_url, keys, ["busy", "calm"], topo=path, partition_ends="registry",
-               tasks_per_query=1)  # fmt: skip
+               tasks_per_query=1, cores=2)  # fmt: skip
     start = r.initialOffset()
     tasks = r.partitions(start, r.latestOffset(start, None))
     by_op = {t.operator: t for t in tasks}
     assert by_op["busy"].moves_in_task is False and "busy" in by_op["busy"].keyed_active
     assert by_op["calm"].moves_in_task is True and "calm" not in by_op["calm"].keyed_active
+
+
+def test_a_cpu_bound_keyed_operator_with_one_core_moves_inside_its_task(
+    redis_url, redis_client, keys, tmp_path
+):
+    # one core: its next epoch would pack its replicas into one task again
+    path = tmp_path / "cpu.yaml"
+    path.write_text(yaml.safe_dump(CPU_DOC))
+    redis_client.set(keys.active("busy"), 1)
+    redis_client.set(keys.active("calm"), 1)
+    r = reader(redis_url, keys, ["busy", "calm"], topo=path, partition_ends="registry",
+               tasks_per_query=1, cores=1)  # fmt: skip
+    start = r.initialOffset()
+    tasks = r.partitions(start, r.latestOffset(start, None))
+    busy = next(t for t in tasks if t.operator == "busy")
+    assert busy.moves_in_task is True and busy.keyed_active == {}
