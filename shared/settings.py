@@ -111,6 +111,14 @@ class ServiceSettings(BaseSettings):
         "against it.",
         gt=0,
     )
+    admission: Literal["ingress", "entry"] = _f(
+        "ingress",
+        "Where LAS admits the source's events: ingress (a service that reads the source "
+        "and produces what it admits into the entry operator's topic) or entry (the entry "
+        "operator's replicas read the source themselves and admit as their first step: "
+        "one read and one Kafka hop less per event; one stateless entry operator reading "
+        "one source topic, its replicas beyond that topic's partitions idle).",
+    )
     cores: int | None = _f(
         None,
         "Cores CPU-bound replicas run on: a Spark task each up to this many, and the plan "
@@ -196,7 +204,10 @@ class ExecuteSettings(ServiceSettings):
     )
 
 
-class IngressSettings(ServiceSettings):
+class AdmissionSettings(ServiceSettings):
+    """What LAS admission reads, wherever it runs: the ingress service, or the entry
+    operator's replicas (``admission``: entry)."""
+
     tau_ms: float | None = _f(
         None, "LAS's queuing-latency goal τ (none: the latency goal, or admit all).", gt=0
     )
@@ -206,15 +217,18 @@ class IngressSettings(ServiceSettings):
         "JSON path of the LAS key when the topology's source.key does not say (empty: none).",
     )
     write_shed: bool = _f(False, "Also write shed events to the shed topic.")
-    batch: int = _f(5000, "Most records one ingress read takes.", ge=1)
-    # interval t's count leaves only after a read begun past t's end came back
-    poll_timeout_s: float = _f(
-        0.05, "How long one read waits for a record when none is waiting.", gt=0
-    )
     arrival_grace_s: float = _f(
         0.15,
         "How long after t's end a record stamped in t may still reach the broker.",
         ge=0,
+    )
+
+
+class IngressSettings(AdmissionSettings):
+    batch: int = _f(5000, "Most records one ingress read takes.", ge=1)
+    # interval t's count leaves only after a read begun past t's end came back
+    poll_timeout_s: float = _f(
+        0.05, "How long one read waits for a record when none is waiting.", gt=0
     )
     commit_interval_s: float = _f(
         1.0,
@@ -224,7 +238,7 @@ class IngressSettings(ServiceSettings):
     )
 
 
-class DataplaneSettings(ServiceSettings):
+class DataplaneSettings(AdmissionSettings):
     lease_s: float = _f(
         3.0,
         "A dataplane process runs the queries while it holds this lease, renewed every "

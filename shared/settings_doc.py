@@ -52,6 +52,7 @@ OWNERS: tuple[tuple[str, type[BaseSettings]], ...] = (
     ("analyze", s.AnalyzeSettings),
     ("plan", s.PlanSettings),
     ("execute", s.ExecuteSettings),
+    ("admission: ingress, or dataplane", s.AdmissionSettings),
     ("ingress", s.IngressSettings),
     ("dataplane", s.DataplaneSettings),
     ("every client", connections.KafkaSecurity),

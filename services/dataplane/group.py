@@ -16,6 +16,7 @@ from elastic_sps.pipeline.chain import open_runnable
 from elastic_sps.pipeline.engine import OperatorCore
 from elastic_sps.pipeline.failures import Failure, FailureGuard
 from elastic_sps.pipeline.operators import Context, Runnable
+from elastic_sps.services.dataplane.admission import AdmissionCounts, EntryGate, WakeBoard
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.worker import WORKER
 
@@ -55,15 +56,21 @@ class GroupRun:
         # a window chain's members judged on the windows they get, not diluted by the
         # window's own events (unchained, they would be an operator of their own)
         self.fired_guard = self._guard("fired_guard", o)
+        # admission at the entry step: the operator reads the source's partitions
+        self.admits = o.entry_topic is not None and self.operator == self.topo.entry_operators[0]
+        self.partitions = o.entry_partitions if self.admits else int(self.op.max_replicas)
         # the per-event engine: the operator's steps, windows and watermarks
-        self.core = OperatorCore(self.topo, self.operator, self.impl)
+        self.core = OperatorCore(self.topo, self.operator, self.impl, self.partitions)
         self.guard_lock = threading.Lock()
         self.cost_mode = o.cost_mode
         self.t_out = o.t_out_s
         self.successors = [e.dst for e in self.topo.successors[self.operator]]
         self.successor_topics = {s: self.keys.topic(s) for s in self.successors}
         self.entry = self.operator in self.topo.entry_operators  # LAS samples its events
-        self.topic = self.keys.topic(self.operator)
+        self.topic = (
+            o.entry_topic if self.admits and o.entry_topic else self.keys.topic(self.operator)
+        )
+        self._admission(o)
         # where this operator's declarations go: every partition of every successor
         self.declare_to = [
             (self.keys.topic(s), j)
@@ -74,6 +81,27 @@ class GroupRun:
         # one count watch per worker: its tasks' routers share what they saw
         watch = WORKER.get(("counts_seen", self.keys.prefix), lambda: CountWatch(self.r, self.keys))
         self.view = RoutingView(self.kb, self.topo, self.td, watch)
+
+    def _admission(self, o: SourceOptions) -> None:
+        """With admission at the entry step: the worker's LAS gate and counts, the task's
+        wake-ups, and each source partition's end as the task's reader last saw it."""
+        self.admission: EntryGate | None = None
+        self.board: WakeBoard | None = None
+        self.source_ends: dict[int, int] = {}
+        if not self.admits:
+            return
+        self.admission = WORKER.get(
+            ("gate", self.operator, self.keys.prefix),
+            lambda: EntryGate(self.topo, self.r, self.keys, o.settings),
+        )
+        self.board = WakeBoard()
+        self.arrivals: AdmissionCounts = WORKER.get(
+            ("arrivals", self.keys.prefix),
+            lambda: AdmissionCounts(
+                self.producer, self.r, self.keys, o.metrics_topic, o.td,
+                o.settings.arrival_grace_s,
+            ),
+        )  # fmt: skip
 
     def _open_operator(self) -> Runnable:
         return open_runnable(

@@ -1,4 +1,5 @@
-"""A keyed operator's partitions change owner inside a running task (Megaphone's idea):
+"""A keyed operator's partitions (or an entry operator's source partitions, with
+admission at the entry step) change owner inside a running task (Megaphone's idea):
 the task's reader, which hands each partition's records to its owner's thread, learns
 the new count, puts a ``Release`` in the old owner's feed and an ``Acquire`` in the new
 owner's, and sends the partition's later records to the new owner. The old owner
@@ -72,7 +73,7 @@ class KeyedMoves:
         count = self.g.kb.active(self.g.op)
         if count == self.active:
             return
-        pool = int(self.g.op.max_replicas)
+        pool = self.g.partitions
         for j in sorted(feeds):
             new = owner(j, pool, count)
             if owner(j, pool, self.active) == new:
@@ -84,7 +85,8 @@ class KeyedMoves:
             self.queues[new].put(Acquire(move))
             feeds[j] = self.queues[new]
         now = time.time()
-        record_move(self.g.kb, self.g.op, self.active, count, now)
+        if self.g.op.stateful:  # a stateless entry operator's partitions move no state
+            record_move(self.g.kb, self.g.op, self.active, count, now)
         self.active = self.g.active = count
         record_effect(self.g.r, self.g.keys, self.g.operator, count, now)
 

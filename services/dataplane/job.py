@@ -18,6 +18,7 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.logs import configure_logging
 from elastic_sps.model import topology as topology_mod
 from elastic_sps.services.dataplane import daemon
+from elastic_sps.services.dataplane.admission import check_entry_step, source_topic
 from elastic_sps.services.dataplane.cluster import (
     check_executors,
     forwarded_env,
@@ -92,7 +93,16 @@ def spark_session(settings: DataplaneSettings, master: str, topo: Any) -> Any:
 
 
 def create_topics(settings: DataplaneSettings, topo: Any) -> None:
-    """One partition per replica slot of each operator's pool; the output topics."""
+    """One partition per replica slot of each operator's pool; the output topics; with
+    admission at the entry step, the source topic if it does not exist yet, with one
+    partition per entry replica (an existing one keeps its partitions)."""
+    if settings.admission == "entry":
+        entry = topo[topo.entry_operators[0]]
+        ensure_topics(
+            settings.kafka_bootstrap_servers,
+            [source_topic(settings, topo)],
+            partitions=entry.max_replicas,
+        )
     for op in topo.operators:
         ensure_topics(
             settings.kafka_bootstrap_servers,
@@ -148,13 +158,31 @@ def check_durability(settings: DataplaneSettings, topo: Any) -> None:
         check_keyed_state(r, stateful, settings.require_durable_state)
 
 
+def entry_source(settings: DataplaneSettings, topo: Any) -> tuple[str, int]:
+    """With admission at the entry step: the source topic the entry operator reads and its
+    partition count (``check_entry_step`` said it may)."""
+    from confluent_kafka.admin import AdminClient
+
+    from elastic_sps.io.connections import kafka_config
+
+    topic = source_topic(settings, topo)
+    meta = AdminClient(kafka_config(settings.kafka_bootstrap_servers)).list_topics(
+        topic, timeout=15
+    )
+    found = meta.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise SystemExit(f"dataplane: the source topic {topic!r} is not readable")
+    return topic, len(found.partitions)
+
+
 def source_frame(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
     """The source of the query serving ``ops``, resolved (Spark asks a Python process
     for its schema): done before a standby waits, its takeover only starts the query."""
     from elastic_sps.services.dataplane.source import SpsKafkaSource
 
     spark.dataSource.register(SpsKafkaSource)
-    options = SourceOptions.build(settings, topo, ops, cost_mode(settings))
+    entry = entry_source(settings, topo) if settings.admission == "entry" else None
+    options = SourceOptions.build(settings, topo, ops, cost_mode(settings), entry)
     return spark.readStream.format("sps_kafka").options(**options.to_spark()).load()
 
 
@@ -325,7 +353,9 @@ def run(settings: DataplaneSettings) -> None:
     try:
         topo = prepare_topology(settings)
         check_durability(settings, topo)
-    except (OperatorLoadError, NotDurableError) as exc:
+        if settings.admission == "entry":
+            check_entry_step(topo, settings.task_window_s)
+    except (OperatorLoadError, NotDurableError, ValueError) as exc:
         log.error("%s", exc)
         raise SystemExit(f"dataplane: {exc}") from None
     create_topics(settings, topo)

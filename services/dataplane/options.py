@@ -44,14 +44,26 @@ class SourceOptions(BaseModel):
     # (or in another container) needs no copy of the file, nor a measurement of its own
     topology_doc: str
     las: bool = True  # the entry operators feed the LAS sketches
+    # admission at the entry step: the source topic its replicas read, and its partitions
+    entry_topic: str | None = None
+    entry_partitions: int = 0
 
     @classmethod
     def build(
-        cls, settings: DataplaneSettings, topo: Any, operators: list[str], cost_mode: CostMode
+        cls,
+        settings: DataplaneSettings,
+        topo: Any,
+        operators: list[str],
+        cost_mode: CostMode,
+        entry: tuple[str, int] | None = None,
     ) -> SourceOptions:
-        """The cores are resolved here: an executor's own CPU count is not the plan's."""
+        """The cores are resolved here: an executor's own CPU count is not the plan's.
+        ``entry``: the source topic the entry operator reads and its partitions, with
+        admission at the entry step."""
         resolved = {"cores": settings.cores_or_local(), "cost_mode": cost_mode}
         return cls(
+            entry_topic=entry[0] if entry else None,
+            entry_partitions=entry[1] if entry else 0,
             settings=ResolvedSettings(**{**settings.model_dump(), **resolved}),
             operators=tuple(operators),
             topology_name=topo.name,

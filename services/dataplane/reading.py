@@ -4,7 +4,8 @@ window, what upstream produces meanwhile, handed to each slot's thread."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from queue import SimpleQueue
 from typing import Any
 
@@ -85,7 +86,24 @@ def read_slots(o: SourceOptions, topic: str, slots: tuple[Slot, ...]) -> dict[in
     return out
 
 
+READ_MAX = 1000  # records one read of a live window takes
 STOP_CHECK_S = 0.1  # how often a reader asks whether its epoch must end early
+
+
+@dataclass
+class Reads:
+    """What a source partition's reader tells its slots: each partition's end as last
+    fetched (``ends``), and each read's records with when it began and whether it left
+    nothing waiting (``received``: λ_G's arrivals)."""
+
+    ends: dict[int, int] = field(default_factory=dict)
+    received: Callable[[list[Any], float, bool], None] | None = None
+
+    def note(self, consumer: Consumer, topic: str, partitions: Iterable[int]) -> None:
+        for j in partitions:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, j), cached=True)
+            if high is not None and high >= 0:
+                self.ends[j] = high
 
 
 def feed_window(
@@ -96,11 +114,13 @@ def feed_window(
     deadline: float,
     stop: Callable[[], bool] = lambda: False,
     moves: KeyedMoves | None = None,
+    reads: Reads | None = None,
 ) -> None:
     """Read the live slots' partitions from ``starts`` until ``deadline``, or until
     ``stop`` says the epoch must end, handing each record to its slot with its arrival
     time; between reads ``moves`` may hand partitions to other replicas (it reroutes
-    ``feeds``). Always ends every feed."""
+    ``feeds``), and ``reads`` learns the partitions' ends and what each read took.
+    Always ends every feed."""
     consumer = consumer_for(o, topic)
     asked = time.monotonic()
     ended = {id(q): q for q in feeds.values()}
@@ -115,7 +135,14 @@ def feed_window(
                 if moves is not None:
                     moves(feeds)
                     ended.update({id(q): q for q in feeds.values()})
-            for msg in take_ready(consumer, 1000, min(0.05, left)):
+                if reads is not None:
+                    reads.note(consumer, topic, feeds)
+            began = time.time()
+            msgs = take_ready(consumer, READ_MAX, min(0.05, left))
+            if reads is not None and reads.received is not None:
+                read = [m for m in msgs if m.error() is None]
+                reads.received(read, began, len(msgs) < READ_MAX)
+            for msg in msgs:
                 err = msg.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:

@@ -31,6 +31,7 @@ from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import TaskSpan, publish
 from elastic_sps.services.dataplane.reading import (
     WINDOW_END,
+    Reads,
     feed_window,
     read_slots,
     warm_consumers,
@@ -96,8 +97,7 @@ class Replica:
             self.take_in(chunk)
             self.adopt_released()
             for run in self.runs.values():
-                if run.declarer is not None:
-                    run.declarer.send_held()
+                run.tick()
             now = time.monotonic()
             if epoch.due(now):
                 checkpoint(self.g, list(self.runs.values()))
@@ -323,7 +323,8 @@ def run_windowed(
         the epoch while the replica's partitions stall."""
         return any(f.done() and f.exception() is not None for f in futures)
 
-    feed_window(g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves)
+    reads = Reads(g.source_ends, g.arrivals.received if g.admits else None)
+    feed_window(g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads)
     return [res for f in futures for res in f.result()]
 
 
@@ -343,11 +344,15 @@ def run_group(
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
-    warm_consumers(o, tuple(g.keys.topic(name) for name in g.topo.names))
+    warm_consumers(o, tuple({g.topic, *(g.keys.topic(name) for name in g.topo.names)}))
     if not g.op.stateful:  # a keyed slot skips what its partition committed by itself
         slots = resumed(slots, g.r.hgetall(g.keys.committed(operator)))
+    began_read = time.time()
     records = read_slots(o, g.topic, slots)
     backlog = sum(len(r) for r in records.values())
+    if g.admission is not None:
+        g.admission.serve((s.replica for s in slots), g.partitions)
+        g.arrivals.received((m for r in records.values() for m in r), began_read, False)
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})

@@ -98,13 +98,16 @@ def plan_keyed_slots(
     active: int,
     progress: dict | None = None,
     operator: str = "?",
+    stateful: bool = True,
 ) -> list[Slot]:
     """A keyed operator's: every partition, each served by the active replica owning it
     (``elastic_sps.model.keyed.owner``); a partition starts where its state was committed
     (the knowledge base holds both), else at Spark's offset, which is then 0 (a fresh
     run, or a partition that never got an event). Past 0 with no commit, Redis lost the
-    partition's state and commit: ``StateLostError``, not a start with empty state."""
-    if progress is not None and (lost := lost_partitions(start, pool, progress)):
+    partition's state and commit: ``StateLostError``, not a start with empty state
+    (``stateful`` False: partitions owned without state, as the entry step's source
+    partitions are, start at Spark's offset then)."""
+    if stateful and progress is not None and (lost := lost_partitions(start, pool, progress)):
         raise lost_state(operator, lost)
     slots = []
     for j in range(pool):

@@ -145,7 +145,26 @@ class OperatorReader(DataSourceStreamReader):
         )
 
     def _pool(self, op: str) -> int:
+        """The operator's input partitions: its pool, or the source's for an entry
+        operator that admits (``admission: entry``)."""
+        if self._admits(op):
+            return self.o.entry_partitions
         return int(self._topology()[op].max_replicas)
+
+    def _admits(self, op: str) -> bool:
+        return self.o.entry_topic is not None and op == self._topology().entry_operators[0]
+
+    def _topic(self, op: str) -> str:
+        return (
+            self.o.entry_topic
+            if self._admits(op) and self.o.entry_topic
+            else self._keys().topic(op)
+        )
+
+    def _owned(self, op: str) -> bool:
+        """Whether the active replicas own the operator's partitions (a keyed operator's,
+        or the source's read by the entry step), rather than one partition each."""
+        return bool(self._topology()[op].stateful) or self._admits(op)
 
     def _read(self, with_ends: bool = True) -> BatchReads:
         """The batch's reads of the knowledge base, in one round trip."""
@@ -159,9 +178,9 @@ class OperatorReader(DataSourceStreamReader):
             pipe.mget([keys.active(op) for op in ops])
         for op in ops:
             pipe.hgetall(keys.committed(op))
-        if registry:
-            for op in ops:
-                pipe.hgetall(keys.ends(keys.topic(op)))
+        listed = [op for op in ops if not self._admits(op)] if registry else []
+        for op in listed:  # the source's ends are the broker's: its producers keep none
+            pipe.hgetall(keys.ends(keys.topic(op)))
         raw = iter(pipe.execute())
         if fixed:
             active = dict.fromkeys(ops, fixed)
@@ -172,16 +191,15 @@ class OperatorReader(DataSourceStreamReader):
                 for op, v in counts
             }
         progress = {op: {str(j): v for j, v in _ints(next(raw)).items()} for op in ops}
-        if registry:
-            ends = {op: self._per_partition(op, _ints(next(raw))) for op in ops}
-        else:
-            ends = self._watermark_ends() if with_ends else {}
+        ends = {op: self._per_partition(op, _ints(next(raw))) for op in listed}
+        if with_ends and (unlisted := [op for op in ops if op not in ends]):
+            ends.update(self._watermark_ends(unlisted))
         return BatchReads(active, progress, ends)
 
     def _per_partition(self, op: str, ends: Mapping[int, int]) -> list[int]:
         return [ends.get(j, 0) for j in range(self._pool(op))]
 
-    def _watermark_ends(self) -> dict[str, list[int]]:
+    def _watermark_ends(self, ops: list[str]) -> dict[str, list[int]]:
         from elastic_sps.io.kafka_io import end_offsets
 
         if self._admin is None:
@@ -190,9 +208,8 @@ class OperatorReader(DataSourceStreamReader):
             from elastic_sps.io.connections import kafka_config
 
             self._admin = AdminClient(kafka_config(self.o.bootstrap))
-        keys = self._keys()
-        ends = end_offsets(self._admin, {keys.topic(op): self._pool(op) for op in self.operators})
-        return {op: ends[keys.topic(op)] for op in self.operators}
+        ends = end_offsets(self._admin, {self._topic(op): self._pool(op) for op in ops})
+        return {op: ends[self._topic(op)] for op in ops}
 
     def initialOffset(self) -> dict:
         start = {op: {str(j): 0 for j in range(self._pool(op))} for op in self.operators}
@@ -253,15 +270,11 @@ class OperatorReader(DataSourceStreamReader):
         moves_in_task = {
             op
             for op, groups in grouped.items()
-            if self._topology()[op].stateful
+            if self._owned(op)
             and len(groups) == 1
             and not (self._topology()[op].cpu_bound and self._tasks(op) > 1)
         }
-        spread = {
-            op: active[op]
-            for op in grouped
-            if self._topology()[op].stateful and op not in moves_in_task
-        }
+        spread = {op: active[op] for op in grouped if self._owned(op) and op not in moves_in_task}
         kb = self._kb()
         pipe = self._redis().pipeline(transaction=False)
         self._moved_in_task = set()
@@ -295,8 +308,9 @@ class OperatorReader(DataSourceStreamReader):
 
     def _plan(self, op: str, start: dict, end: dict, active: int, progress: dict) -> list[Slot]:
         s, e, pool = start.get(op, {}), end.get(op, {}), self._pool(op)
-        if self._topology()[op].stateful:
-            return plan_keyed_slots(s, e, pool, active, progress.get(op), operator=op)
+        if self._owned(op):
+            stateful = bool(self._topology()[op].stateful)
+            return plan_keyed_slots(s, e, pool, active, progress.get(op), op, stateful)
         return plan_slots(s, e, pool, active, progress.get(op), standby=self.windowed)
 
     def _serve_seconds(self, planned: dict[str, list[Slot]], warm: bool = False) -> float:

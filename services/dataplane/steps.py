@@ -33,6 +33,7 @@ from elastic_sps.pipeline.failures import Failure, describe
 from elastic_sps.pipeline.operators import Context
 from elastic_sps.pipeline.stateful import Late, NoKey, WindowResult
 from elastic_sps.services.dataplane.declaring import Declarer, Marks
+from elastic_sps.services.dataplane.entry_slot import EntrySlot
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.keyed_slot import KeyedSlot, window_envelope
 from elastic_sps.services.dataplane.sample import LatencySample
@@ -145,6 +146,8 @@ class SlotRun:
         self._decoded: dict[int, tuple[Envelope, str | None]] = {}
         self.valve: Valve | None = None  # the partition's, at its first declaration
         self.declarer: Declarer | None = None
+        # admission at the entry step: the slot reads a source partition
+        self.entry = EntrySlot(g, slot.replica) if g.admits else None
 
     def _ready(self) -> Context:
         g = self.g
@@ -160,7 +163,7 @@ class SlotRun:
         emit → account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
         offset = msg.offset() or 0
         self.res.next_offset = max(self.res.next_offset, offset + 1)
-        if self.declarer is not None:
+        if self.declarer is not None and self.entry is None:  # an entry slot's: ``tick``
             self.declarer.send_held()
         keyed = self.keyed
         if keyed is not None and (keyed.fenced or keyed.done_before(offset)):
@@ -172,12 +175,11 @@ class SlotRun:
             keyed.fenced = True
 
     def _handle(self, msg: Any, offset: int) -> None:
-        raw = msg.value()
-        if is_declaration(raw):
-            self._declared(decode_declaration(raw), msg)
+        if self.entry is None and is_declaration(msg.value()):
+            self._declared(decode_declaration(msg.value()), msg)
             return
         ctx = self._ready()
-        ev, key = self._decoded.pop(offset, None) or (self._decode(msg), None)
+        ev, key, record_key = self._event(msg, offset)
         # the clocks are read once each per event: the wall's (expiry, latencies) and the
         # cost clock's at the start and the end of the work
         now, began = time.time(), time.perf_counter()
@@ -193,10 +195,26 @@ class SlotRun:
             return
         ended = time.perf_counter()
         occupied = self.clock.end(began, ended)
-        record_key = msg.key()
         self._emit(ev, outputs, record_key)
         self._account(ev, record_key, occupied, now + (ended - began))
         self._write_out(ctx, ended)
+
+    def _event(self, msg: Any, offset: int) -> tuple[Envelope | None, str | None, Any]:
+        """The record's event (None: shed, or dead-lettered), its key for a keyed
+        operator, and the record key its outputs carry (the LAS key)."""
+        if self.entry is not None:
+            got = self.entry.event(offset, self._decoded)
+            return (None, None, None) if got is None else (got[0], None, got[1])
+        ev, key = self._decoded.pop(offset, None) or (self._decode(msg), None)
+        return ev, key, msg.key()
+
+    def tick(self) -> None:
+        """Between chunks: an entry slot's partition declared as its reader sees it, and
+        any slot's held-back declaration sent once its interval has passed."""
+        if self.entry is not None:
+            self.entry.tick(self, self.res.next_offset)
+        elif self.declarer is not None:
+            self.declarer.send_held()
 
     def _partition_marks(self) -> Any:
         if self.keyed is not None:
@@ -207,8 +225,8 @@ class SlotRun:
         return self.res.marks
 
     def _declared(self, d: Declaration, msg: Any) -> None:
-        """A declaration into the partition (``msg``): fire what it closes, declare
-        onwards."""
+        """A declaration into the partition (read in ``msg``, or None: the entry step's
+        own): fire what it closes, declare onwards."""
         g, store = self.g, self._partition_marks()
         if self.valve is None:
             self.valve = g.core.valve(store)
@@ -255,7 +273,11 @@ class SlotRun:
 
     def prefetch(self, msgs: list[Any]) -> None:
         """A keyed operator's: decode ``msgs`` ahead (``handle`` takes them from here) and
-        read the state they need, and whether they were applied, in one round trip."""
+        read the state they need, and whether they were applied, in one round trip; an
+        entry slot's: admit them (``entry_slot``)."""
+        if self.entry is not None:
+            self.entry.admit(self, msgs, self._decoded, self.res.ids)
+            return
         keyed = self.keyed
         if keyed is None or keyed.fenced or not msgs:
             return

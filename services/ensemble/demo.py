@@ -366,7 +366,7 @@ def _write_run_files(
 
 def input_topic(topo: topology_mod.Topology, topics: Any) -> str:
     """Where the replay writes: the topology's first source topic, else the ingress's."""
-    return topo.source.topics[0] if topo.source.topics else str(topics.ingress)
+    return topo.source.topic(str(topics.ingress))
 
 
 def write_outputs(read: dict[str, list[Any]], run_dir: Path) -> dict[str, str]:

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 
 from elastic_sps.io import embedded
 from elastic_sps.io.embedded import PrerequisiteError, free_port
-from elastic_sps.settings import DEFAULT_POLICY, DEFAULT_PREDICTOR, DataplaneSettings, LocalSettings
+from elastic_sps.settings import (
+    DEFAULT_POLICY,
+    DEFAULT_PREDICTOR,
+    DataplaneSettings,
+    LocalSettings,
+    ServiceSettings,
+)
 
 if TYPE_CHECKING:
     from elastic_sps.model.topology import Topology
@@ -237,7 +243,8 @@ def up(
             **(extra_env or {}),
             **({"SPS_TAU_MS": str(tau_ms)} if tau_ms is not None else {}),
         }
-        _create_topics(bootstrap, topo, prefix)
+        admission = _admission(env)
+        _create_topics(bootstrap, topo, prefix, admission)
         ens = Ensemble(
             bootstrap, redis_url, run_dir, env, redis_server=server, commands=dict(replace or {})
         )
@@ -248,6 +255,8 @@ def up(
         decision_log = DecisionLog(bootstrap, decisions, run_dir / "decisions.jsonl")
         stack.callback(decision_log.close)
         for name in SERVICES:
+            if name == "ingress" and admission == "entry" and name not in (replace or {}):
+                continue  # the entry operator's replicas admit
             ens.start(name)
         ens.wait_healthy()
         if LocalSettings().dataplane_standby and "dataplane" not in (replace or {}):
@@ -278,14 +287,28 @@ def _servers(stack: contextlib.ExitStack, run_dir: Path) -> tuple[str, embedded.
     return bootstrap, stack.enter_context(embedded.redis_handle(data_dir=str(run_dir / "redis")))
 
 
-def _create_topics(bootstrap: str, topo: Topology, prefix: str) -> None:
+def _admission(env: dict[str, str]) -> str:
+    """Where the ensemble's services admit events (``SPS_ADMISSION``, checked)."""
+    if "SPS_ADMISSION" not in env:
+        return str(ServiceSettings().admission)
+    return str(ServiceSettings.model_validate({"admission": env["SPS_ADMISSION"]}).admission)
+
+
+def _create_topics(bootstrap: str, topo: Topology, prefix: str, admission: str) -> None:
     """The control topics, one topic per operator with a partition per replica slot, and
-    the user's topics: the source (if it does not exist yet) and the outputs."""
+    the user's topics: the source (if it does not exist yet) and the outputs. With
+    admission at the entry step the source gets a partition per entry replica (its
+    replicas own the source's partitions)."""
     from elastic_sps.io.kafka_admin import ensure_topics
     from elastic_sps.io.knowledge_base import Keys
     from elastic_sps.settings import ServiceSettings
 
-    ensure_topics(bootstrap, ServiceSettings().topics.control())
+    topics = ServiceSettings().topics
+    if admission == "entry":
+        source = topo.source.topic(str(topics.ingress))
+        pool = topo[topo.entry_operators[0]].max_replicas
+        ensure_topics(bootstrap, [source], partitions=pool)
+    ensure_topics(bootstrap, topics.control())
     for op in topo.operators:
         ensure_topics(bootstrap, [Keys(prefix).topic(op.name)], partitions=op.max_replicas)
     ensure_topics(bootstrap, [*topo.source.topics, *{o.output for o in topo.operators if o.output}])

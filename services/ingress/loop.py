@@ -1,5 +1,5 @@
 """The ingress's loop: read the input topic, count arrivals per interval, gate each event
-through LAS (``elastic_sps.services.ingress.core``), route the admitted ones to the entry operators'
+through LAS (``elastic_sps.las.gate``), route the admitted ones to the entry operators'
 replicas, publish the per-interval counts. A plain confluent-kafka loop rather than a
 faust agent: the gate decides thousands of events per call, and faust's per-event async
 path tops out far below the 20,000 events/s this service must sustain.
@@ -12,14 +12,13 @@ import logging
 import socket
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from elastic_sps.contracts.action import DeadLetter
-from elastic_sps.contracts.metrics import OperatorCounters
 from elastic_sps.control.routing import Routers, RoutingView
+from elastic_sps.io.arrivals import ArrivalCounts, arrival_s, source_counters
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.kafka_io import take_ready
@@ -28,9 +27,8 @@ from elastic_sps.io.redis_client import redis_client
 from elastic_sps.io.rescale_timeline import CountWatch
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.io.watermarks import Declaration
+from elastic_sps.las.gate import Gate, events_of
 from elastic_sps.pipeline.costs import service_topology
-from elastic_sps.services.ingress.arrivals import ArrivalCounts, arrival_s
-from elastic_sps.services.ingress.core import Gate, events_of
 from elastic_sps.services.ingress.declarations import SourceDeclarations
 from elastic_sps.settings import IngressSettings
 
@@ -78,20 +76,7 @@ class Ingress:
         self.topo = service_topology(settings)
         self.keys = Keys(settings.key_prefix)
         self.r = redis_client(settings.redis_url)
-        # One goal: SPS_LATENCY_GOAL_MS is LAS's τ unless SPS_TAU_MS says otherwise, and
-        # with a goal LAS sheds only while the plan is short (scaling before shedding).
-        goal = settings.latency_goal_ms
-        self.gate = Gate(
-            self.topo,
-            self.r,
-            self.keys,
-            settings.tau_ms if settings.tau_ms is not None else goal,
-            settings.las_horizon_s,
-            scale_first=goal is not None,
-            goal_s=goal / 1000.0 if goal is not None else None,
-            td=settings.td,
-            batch_s=settings.checkpoint_s,
-        )
+        self.gate = Gate.configured(self.topo, self.r, self.keys, settings)
         self.metrics = IngressMetrics(registry)
         self.arrivals = ArrivalCounts(settings.td, grace_s=settings.arrival_grace_s)
         self.arrivals_lock = threading.Lock()
@@ -121,9 +106,7 @@ class Ingress:
             )
         )
         # the topology's source: the user's topics and record format, or sps.ingress
-        self.source = self.topo.source
-        if not self.source.key and settings.key_field and self.source.format == "json":
-            self.source = replace(self.source, key=settings.key_field)
+        self.source = self.topo.source.keyed_by(settings.key_field)
         self.input_topics = list(self.source.topics) or [settings.topics.ingress]
         self.consumer.subscribe(self.input_topics)
         # the source partitions' watermarks, declared to every entry partition
@@ -143,13 +126,7 @@ class Ingress:
         with self.arrivals_lock:
             due = self.arrivals.due(now)
         for k, counts in due:
-            rec = OperatorCounters(
-                interval=k,
-                operator="source",
-                processed=counts.get("received", 0),
-                shed=counts.get("shed", 0),
-                unkeyed=counts.get("unkeyed", 0),
-            )
+            rec = source_counters(k, counts)
             self.side.produce(self.s.topics.metrics, rec.model_dump_json().encode())
             log.info("interval %d published %.3f s after its end", k, now - (k + 1) * self.s.td)
             self.log_las(k, counts, now)

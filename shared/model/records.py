@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -94,6 +94,18 @@ class SourceSpec:
     @property
     def _fields_used(self) -> bool:
         return bool(self._id_path or self._time_path or self.key)
+
+    def keyed_by(self, key_field: str) -> SourceSpec:
+        """The source with ``key_field`` as its LAS key when it names none (json only):
+        the settings' ``SPS_KEY_FIELD``."""
+        if self.key or not key_field or self.format != "json":
+            return self
+        return replace(self, key=key_field)
+
+    def topic(self, default: str) -> str:
+        """The topic the source's events are read from: its first, else ``default`` (the
+        ingress topic)."""
+        return self.topics[0] if self.topics else default
 
     def payload(self, raw: bytes | None) -> Any:
         if raw is None:

@@ -68,18 +68,26 @@ def with_ids(event_id: str, result: Output) -> list[Emitted]:
 
 def senders(topo: Topology, name: str) -> dict[str, int | None]:
     """Who sends to ``name``'s partitions: each predecessor's pool (the source's
-    partition count is learnt from its readers' declarations)."""
+    partition count, and an entry operator's, which may read the source's partitions
+    itself, are learnt from their declarations)."""
     out: dict[str, int | None] = {}
+    entry = set(topo.entry_operators)
     for e in topo.predecessors[name]:
-        out[e.src] = None if e.src == "source" else int(topo[e.src].max_replicas)
+        learnt = e.src == "source" or e.src in entry
+        out[e.src] = None if learnt else int(topo[e.src].max_replicas)
     return out
 
 
 class OperatorCore:
     """One operator's per-event step and its watermark handling."""
 
-    def __init__(self, topo: Topology, name: str, impl: Runnable) -> None:
+    def __init__(
+        self, topo: Topology, name: str, impl: Runnable, partitions: int | None = None
+    ) -> None:
+        """``partitions``: the operator's input partitions, when not its pool (an entry
+        operator reading the source's)."""
         self.topo, self.name, self.op = topo, name, topo[name]
+        self.partitions = partitions or int(self.op.max_replicas)
         self.impl = impl
         self.successors = tuple(e.dst for e in topo.successors[name])
         self.window: WindowAggregator | None = None
@@ -198,4 +206,4 @@ class OperatorCore:
             if oldest is not None:
                 idle = False
                 wm = None if wm is None else min(wm, max_timestamp(oldest))
-        return Declaration(self.name, part, int(self.op.max_replicas), wm, idle)
+        return Declaration(self.name, part, self.partitions, wm, idle)

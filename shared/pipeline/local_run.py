@@ -102,10 +102,7 @@ def keyed_chains(topo: Topology) -> dict[str, str]:
     """Each member of a chain holding a keyed member after its head (as ``topo`` chains
     when loaded) -> the chain's head."""
     return {
-        m.name: op.members[0].name
-        for op in topo.operators
-        if op.keyed_members
-        for m in op.members
+        m.name: op.members[0].name for op in topo.operators if op.keyed_members for m in op.members
     }
 
 

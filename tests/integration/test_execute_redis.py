@@ -78,7 +78,7 @@ def test_on_demand_scale_in_by_machine(redis_client):
 def test_a_periodic_plan_tells_the_ingress_whether_to_shed(redis_client):
     """Scaling before shedding, over a real Redis: execute records the plan's short
     operators; the ingress gate (with a goal) holds LAS while there are none."""
-    from elastic_sps.services.ingress.core import Gate
+    from elastic_sps.las.gate import Gate
 
     keys = Keys("short")
     ex = Executor(redis_client, TOPO, keys)
@@ -112,7 +112,7 @@ def test_while_the_plan_is_short_the_ingress_admits_what_the_short_operator_clea
     1,000 events LAS alone admits all (parse has 8 replicas: 0.05 s of work), the bound
     760; the rest is shed, none lost. Once the plan is no longer short: no bound."""
 
-    from elastic_sps.services.ingress.core import Gate
+    from elastic_sps.las.gate import Gate
 
     keys = Keys("bound")
     ex = Executor(redis_client, TOPO, keys)

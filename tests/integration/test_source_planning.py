@@ -130,9 +130,9 @@ def watermarks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """The broker's ends, as the registry's: counts the ListOffsets calls."""
     calls = [0]
 
-    def ends(self: OperatorReader) -> dict[str, list[int]]:
+    def ends(self: OperatorReader, ops: list[str]) -> dict[str, list[int]]:
         calls[0] += 1
-        return {op: [100, 50, 0, 0, 0, 0, 0, 0] for op in self.operators}
+        return {op: [100, 50, 0, 0, 0, 0, 0, 0] for op in ops}
 
     monkeypatch.setattr(OperatorReader, "_watermark_ends", ends)
     yield calls

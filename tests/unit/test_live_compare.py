@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from elastic_sps.io.arrivals import ArrivalCounts
 from elastic_sps.services.ensemble.forecast import Scenario, arrivals_per_interval
 from elastic_sps.services.ensemble.live_compare import gap
 from elastic_sps.services.ensemble.report import input_error
-from elastic_sps.services.ingress.arrivals import ArrivalCounts
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,5 @@
-"""Ingress: LAS shedding at the door, then forwarding to the entry operators.
+"""LAS admission at the door (the ingress service's, or the entry operator's first step
+with ``admission: entry``).
 
 A batch of raw events is decided at once (hashing and argmin vectorised in the sketch,
 the sequential Ĉ/CHECK loop in the shedder). The entry operator's (F, W) come from Redis
@@ -14,6 +15,7 @@ dead-lettered.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,6 +77,7 @@ class Gate:
         goal_s: float | None = None,
         td: float = 1.0,
         batch_s: float = 1.0,
+        local: Callable[[int], int] | None = None,
     ) -> None:
         """``scale_first``: shed only while the last plan is short (``Keys.plan_short``:
         an operator's need beyond its pool or budget); otherwise admit everything, still
@@ -85,7 +88,9 @@ class Gate:
         so with a downstream operator short, end-to-end latency would reach several
         times the goal while the entry's queuing stayed near it. ``batch_s``: the
         dataplane's checkpoint interval (``SPS_CHECKPOINT_S``): how long an event's
-        progress waits to be recorded.
+        progress waits to be recorded. ``local``: of the entry operator's active
+        replicas, how many serve the events this gate sees (an entry step's gate sees
+        its worker's share).
 
         The queues may hold only what is cleared within the goal less the time an event
         spends beside them (``path_s``): the path's et and per-hop engine time
@@ -112,6 +117,33 @@ class Gate:
         self.path_s = topology.path_seconds(LIVE_ENGINE.hop_s) + batch_s
         self.budget_interval = -1
         self.budget = float("inf")  # input events this interval may still admit
+        self.local = local or (lambda active: active)
+
+    @classmethod
+    def configured(
+        cls,
+        topology: Topology,
+        redis: Any,
+        prefix_keys: Any,
+        settings: Any,
+        local: Callable[[int], int] | None = None,
+    ) -> Gate:
+        """The gate the admission settings (``AdmissionSettings``) describe. One goal:
+        SPS_LATENCY_GOAL_MS is LAS's τ unless SPS_TAU_MS says otherwise, and with a goal
+        LAS sheds only while the plan is short (scaling before shedding)."""
+        goal = settings.latency_goal_ms
+        return cls(
+            topology,
+            redis,
+            prefix_keys,
+            settings.tau_ms if settings.tau_ms is not None else goal,
+            settings.las_horizon_s,
+            scale_first=goal is not None,
+            goal_s=goal / 1000.0 if goal is not None else None,
+            td=settings.td,
+            batch_s=settings.checkpoint_s,
+            local=local,
+        )
 
     def refresh(self, force: bool = False) -> None:
         """A new sketch version, Δ replies and the active count (polled ~10 times a
@@ -130,7 +162,7 @@ class Gate:
             self.las.held = not short
             self._budget(short)
         self.las.sync()
-        shedder.set_replicas(self.kb.active(self.topology[self.entry]))
+        shedder.set_replicas(self.local(self.kb.active(self.topology[self.entry])))
 
     def _budget(self, short: str) -> None:
         """At each interval's first refresh: the admission bound of the interval, from
@@ -187,16 +219,25 @@ class Gate:
     def decide(self, parsed: list[tuple[Envelope, str | None]], now: float) -> Decision:
         """Admit or shed each event (with its LAS key; None: unkeyed, always admitted)."""
         out = Decision()
+        for (ev, k), admitted in zip(parsed, self.admit(parsed, now), strict=True):
+            if admitted is None:
+                out.shed.append(ev.encode())
+            else:
+                out.admitted.append((admitted, k.encode() if k else None))
+                out.unkeyed += k is None
+        return out
+
+    def admit(self, parsed: list[tuple[Envelope, str | None]], now: float) -> list[Envelope | None]:
+        """Each event as admitted (its admission time, a LAS probe's predicted end), or
+        None where it is shed, in order."""
         if not parsed:
-            return out
+            return []
         if self.las is None:
-            out.admitted = [(replace(ev, adm=now), k.encode() if k else None) for ev, k in parsed]
-            out.unkeyed = sum(1 for _, k in parsed if k is None)
-            return out
+            return [replace(ev, adm=now) for ev, _ in parsed]
         keyed = [(i, key_to_int(k)) for i, (_, k) in enumerate(parsed) if k is not None]
         drop = np.zeros(len(parsed), dtype=bool)
         carry: dict[int, float] = {}
-        if keyed and self.las is not None:
+        if keyed:
             idx = np.array([i for i, _ in keyed])
             keys = np.array([k for _, k in keyed], dtype=np.int64)
             drop[idx], probes = self.las.decide(keys, now, [parsed[i][0].id for i in idx])
@@ -206,12 +247,7 @@ class Gate:
                 self.budget -= 1
             else:
                 drop[i] = True
-        for i, (ev, k) in enumerate(parsed):
-            if drop[i]:
-                out.shed.append(ev.encode())
-            else:
-                out.admitted.append(
-                    (replace(ev, adm=now, lasc=carry.get(i)), k.encode() if k else None)
-                )
-                out.unkeyed += k is None
-        return out
+        return [
+            None if drop[i] else replace(ev, adm=now, lasc=carry.get(i))
+            for i, (ev, _) in enumerate(parsed)
+        ]

@@ -1,0 +1,203 @@
+"""Admission as the entry operator's first step (``admission: entry``), through a real
+task's epoch (``replica.run_group``) on a real broker and redis-server: the entry
+operator's replicas read the source topic's partitions themselves. Every record ends
+admitted (processed once, by id) or dead-lettered with the reason; the run's ingress
+counts and λ_G's ``source`` rows count each record once; each source partition's
+watermark reaches the successor from the replica that reads it, idle only once that
+replica has read the partition to its end."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+import redis
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from elastic_sps.io import id_ledger
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.envelope import decode
+from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declaration
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.admission import check_entry_step
+from elastic_sps.services.dataplane.job import create_topics
+from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.replica import run_group
+from elastic_sps.services.dataplane.slots import Slot
+from elastic_sps.settings import DataplaneSettings
+
+pytestmark = pytest.mark.integration
+
+DOC = {
+    "source": {"topics": ["SOURCE"], "format": "json", "id": "field:id", "key": "field:key",
+               "time": "field:t"},
+    "operators": [
+        {"name": "step", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
+         "max_replicas": 2},
+        {"name": "after", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
+         "max_replicas": 2, "chain": False},
+    ],
+    "edges": [{"from": "source", "to": "step"}, {"from": "step", "to": "after"}],
+}  # fmt: skip
+
+
+def raw_records(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, bytes]]:
+    """Every record of ``topic`` as (partition, value), read to each partition's end."""
+    consumer = Consumer(kafka_config(bootstrap, **{"group.id": f"t{uuid.uuid4().hex[:6]}"}))
+    ends = {
+        j: consumer.get_watermark_offsets(TopicPartition(topic, j), 10)[1]
+        for j in range(partitions)
+    }
+    consumer.assign([TopicPartition(topic, j, 0) for j in range(partitions)])
+    out, deadline = [], time.monotonic() + 30
+    got = dict.fromkeys(range(partitions), 0)
+    while any(got[j] < ends[j] for j in got) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None or msg.error() is not None:
+            continue
+        got[msg.partition()] = msg.offset() + 1
+        out.append((msg.partition(), msg.value()))
+    consumer.close()
+    return out
+
+
+class Watch:
+    """The step's declarations as successor partition 0 reads them, live: the last one
+    of each entry partition."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.consumer = Consumer(
+            kafka_config(bootstrap, **{"group.id": f"w{uuid.uuid4().hex[:6]}"})
+        )
+        self.consumer.assign([TopicPartition(topic, 0, 0)])
+        self.last: dict[int, tuple[float | None, bool]] = {}
+
+    def now(self) -> dict[int, tuple[float | None, bool]]:
+        while (msg := self.consumer.poll(0.05)) is not None:
+            if msg.error() is None and is_declaration(msg.value()):
+                d = decode_declaration(msg.value())
+                if d.src == "step":
+                    self.last[d.part] = (d.wm, d.idle)
+        return dict(self.last)
+
+
+def wait_until(check: Any, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def produce(bootstrap: str, topic: str, partition: int, times: list[int], *raw: bytes) -> None:
+    """Orders at event times ``times`` (their ids o<t>), then the ``raw`` records."""
+    producer = Producer(kafka_config(bootstrap))
+    for t in times:
+        body = orjson.dumps({"id": f"o{t}", "key": f"k{t % 2}", "t": t, "sum": t})
+        producer.produce(topic, body, partition=partition)
+    for body in raw:
+        producer.produce(topic, body, partition=partition)
+    producer.flush(10)
+
+
+@pytest.fixture(scope="module")
+def entry_run(kafka_bootstrap: str, redis_url: str, tmp_path_factory: Any) -> dict[str, Any]:
+    """One epoch of the entry operator's two partitions, both owned by replica 0: the
+    records there at its start; once both partitions are idle, two more on partition 0;
+    once that one is idle again, a resize ends the epoch."""
+    tag = f"en{uuid.uuid4().hex[:6]}"
+    source = f"{tag}.orders"
+    doc = json.loads(json.dumps(DOC).replace("SOURCE", source))
+    path = tmp_path_factory.mktemp("entry") / "entry.yaml"
+    path.write_text(yaml.safe_dump({**doc, "name": tag}))
+    topics = {"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"}
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
+        admission="entry", idle_s=1.0, track_ids=True, task_window_s=60.0, topics=topics,
+    )  # fmt: skip
+    topo = topology.load(path)
+    check_entry_step(topo, settings.task_window_s)
+    create_topics(settings, topo)  # the source with a partition per entry replica: 2
+    ensure_topics(kafka_bootstrap, list(topics.values()))
+    # partition 0: five orders and a record that is not JSON; partition 1: three orders
+    produce(kafka_bootstrap, source, 0, [10, 11, 12, 13, 14], b"not json")
+    produce(kafka_bootstrap, source, 1, [20, 21, 22])
+    r = redis.Redis.from_url(redis_url)
+
+    def later() -> None:
+        watch = Watch(kafka_bootstrap, Keys(tag).topic("after"))
+        idle = {0: (14.0, True), 1: (22.0, True)}
+        wait_until(lambda: watch.now() == idle, "both partitions idle")
+        produce(kafka_bootstrap, source, 0, [15, 16])
+        wait_until(lambda: watch.now()[0] == (16.0, True), "partition 0 idle again")
+        r.set(Keys(tag).active("step"), 2)  # the epoch ends: a resize needs a new task
+
+    feeding = threading.Thread(target=later, daemon=True)
+    feeding.start()
+    o = SourceOptions.build(settings, topo, ["step"], "none", (source, 2))
+    slots = (Slot(0, 0, 0, owner=0), Slot(1, 0, 0, owner=0))
+    rows = run_group(o, "step", slots, 1, serve_s=60.0, keyed_active={"step": 1})
+    feeding.join(1)
+    return {"tag": tag, "rows": rows, "r": r}
+
+
+def test_every_source_record_is_admitted_once_or_dead_lettered(
+    entry_run: dict[str, Any], kafka_bootstrap: str
+) -> None:
+    tag, r = entry_run["tag"], entry_run["r"]
+    kb = KnowledgeBase(r, Keys(tag))
+    ids = {f"o{t}" for t in (10, 11, 12, 13, 14, 15, 16, 20, 21, 22)}
+    assert kb.ingress_counts() == {"received": 11, "admitted": 10, "dead_lettered": 1}
+    assert {i.decode() for i in r.smembers(id_ledger.key(tag, "step", "sent"))} == ids
+    assert {i.decode() for i in r.smembers(id_ledger.key(tag, "step", "processed"))} == ids
+    assert sorted((row.replica, row.end) for row in entry_run["rows"]) == [(0, 8), (1, 3)]
+    # the successor got each admitted event once, with the source's id and LAS key
+    events = [
+        decode(v) for _, v in raw_records(kafka_bootstrap, Keys(tag).topic("after"), 2)
+        if not is_declaration(v)
+    ]  # fmt: skip
+    assert sorted(e.id for e in events) == sorted(ids)
+    dead = raw_records(kafka_bootstrap, f"{tag}.dead", 1)
+    assert len(dead) == 1
+    letter = json.loads(dead[0][1])
+    assert letter["service"] == "ingress" and letter["reason"].startswith("ingress: ")
+
+
+def test_lambda_g_counts_each_record_once_by_arrival(
+    entry_run: dict[str, Any], kafka_bootstrap: str
+) -> None:
+    rows = [
+        json.loads(v) for _, v in raw_records(kafka_bootstrap, f"{entry_run['tag']}.metrics", 1)
+    ]
+    source = [row for row in rows if row["operator"] == "source"]
+    assert sum(row["processed"] for row in source) == 11
+
+
+def test_each_partition_declares_as_its_reader_sees_it(
+    entry_run: dict[str, Any], kafka_bootstrap: str
+) -> None:
+    records = raw_records(kafka_bootstrap, Keys(entry_run["tag"]).topic("after"), 2)
+    # what successor partition 0 read, in order: the step's declarations and events
+    seen: list[Declaration | str] = [
+        decode_declaration(v) if is_declaration(v) else decode(v).id for j, v in records if j == 0
+    ]
+    mine = [d for d in seen if isinstance(d, Declaration) and d.src == "step"]
+    assert {d.of for d in mine} == {2}  # the source's partitions, not the pool
+    last = {d.part: d for d in mine}
+    assert (last[0].wm, last[0].idle) == (16.0, True)
+    assert (last[1].wm, last[1].idle) == (22.0, True)
+    # before the first of the records that woke partition 0: partition 1, idle until
+    # then, declared active again at its watermark, and partition 0 active
+    woke = seen.index("o15")
+    before = [d for d in seen[:woke] if isinstance(d, Declaration) and d.src == "step"]
+    last_before = {d.part: d for d in before}
+    assert (last_before[1].wm, last_before[1].idle) == (22.0, False)
+    assert (last_before[0].wm, last_before[0].idle) == (14.0, False)
+    assert any(d.part == 1 and d.idle for d in before)  # it had been idle
