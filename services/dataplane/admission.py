@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elastic_sps.contracts.action import DeadLetter
-from elastic_sps.io.arrivals import ArrivalCounts, arrival_s, source_counters
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.io.arrivals import ArrivalCounts, arrival_s
 from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.watermarks import Declaration, SourceClock
@@ -80,7 +81,7 @@ class AdmissionCounts:
             due, totals = self.arrivals.due(now), self.totals
             self.totals = {}
         for k, counts in due:
-            rec = source_counters(k, counts)
+            rec = OperatorCounters.arrivals(k, counts)
             self.producer.produce(self.topic, rec.model_dump_json().encode(), partition=0)
         if any(totals.values()):
             pipe = self.r.pipeline(transaction=False)

@@ -17,8 +17,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from elastic_sps.contracts.action import DeadLetter
+from elastic_sps.contracts.metrics import OperatorCounters
 from elastic_sps.control.routing import Routers, RoutingView
-from elastic_sps.io.arrivals import ArrivalCounts, arrival_s, source_counters
+from elastic_sps.io.arrivals import ArrivalCounts, arrival_s
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.kafka_io import take_ready
@@ -126,7 +127,7 @@ class Ingress:
         with self.arrivals_lock:
             due = self.arrivals.due(now)
         for k, counts in due:
-            rec = source_counters(k, counts)
+            rec = OperatorCounters.arrivals(k, counts)
             self.side.produce(self.s.topics.metrics, rec.model_dump_json().encode())
             log.info("interval %d published %.3f s after its end", k, now - (k + 1) * self.s.td)
             self.log_las(k, counts, now)

@@ -38,3 +38,15 @@ class OperatorCounters(Record):
     latency_n: int = Field(default=0, ge=0)
     queuing_ms_sum: float = Field(default=0.0, ge=0)
     queuing_n: int = Field(default=0, ge=0)
+
+    @classmethod
+    def arrivals(cls, interval: int, counts: dict[str, int]) -> OperatorCounters:
+        """An interval's arrivals as the monitor reads λ_G: operator ``source``'s row
+        (``received``, ``shed`` and ``unkeyed`` counted by the admitting reader)."""
+        return cls(
+            interval=interval,
+            operator="source",
+            processed=counts.get("received", 0),
+            shed=counts.get("shed", 0),
+            unkeyed=counts.get("unkeyed", 0),
+        )

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
-from elastic_sps.contracts.metrics import OperatorCounters
-
 
 def arrival_s(msg: object, fallback: float) -> float:
     """The record's timestamp in epoch seconds (``fallback`` when it carries none)."""
@@ -55,14 +53,3 @@ class ArrivalCounts:
             or (k + 1) * self.td + self.max_wait_s <= now
         )
         return [(k, self.open.pop(k)) for k in ready]
-
-
-def source_counters(interval: int, counts: dict[str, int]) -> OperatorCounters:
-    """An interval's arrivals as the monitor reads λ_G: operator ``source``'s row."""
-    return OperatorCounters(
-        interval=interval,
-        operator="source",
-        processed=counts.get("received", 0),
-        shed=counts.get("shed", 0),
-        unkeyed=counts.get("unkeyed", 0),
-    )
