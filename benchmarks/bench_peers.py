@@ -14,7 +14,9 @@ by run, each run on fresh topics:
   (``SPS_FIXED_REPLICAS``), with the id ledger off (``elastic-sps``) and on
   (``elastic-sps+ids``: 8 Redis set-adds per event on this chain, what `demo` runs with),
   and with the four operators chained into one pool of 2 (``elastic-sps-chained``:
-  ``chain: true`` in the topology, one Kafka hop instead of four);
+  ``chain: true`` in the topology, one Kafka hop instead of four), and chained with
+  admission as the chain's first step (``elastic-sps-entry``: ``SPS_ADMISSION=entry``, no
+  ingress, the input topic read once by the chain's replicas);
 * ``quix-streams``: one Application chaining the four functions (its natural form),
   one process per input partition (``benchmarks/peers/quix_app.py``);
 * ``plain-kafka``: one process per operator, consume up to 500, apply, produce, commit
@@ -102,6 +104,10 @@ PEERS: dict[str, tuple[Callable[..., Pipeline], dict[str, str]]] = {
     "elastic-sps": (elastic_sps, {"SPS_TRACK_IDS": "false"}),
     "elastic-sps+ids": (elastic_sps, {"SPS_TRACK_IDS": "true"}),
     "elastic-sps-chained": (partial(elastic_sps, chain=True), {"SPS_TRACK_IDS": "false"}),
+    "elastic-sps-entry": (
+        partial(elastic_sps, chain=True),
+        {"SPS_TRACK_IDS": "false", "SPS_ADMISSION": "entry"},
+    ),
     "quix-streams": (quix_streams, {}),
     "plain-kafka": (plain_kafka, {}),
 }

@@ -98,6 +98,7 @@ class Reads:
 
     ends: dict[int, int] = field(default_factory=dict)
     received: Callable[[list[Any], float, bool], None] | None = None
+    read_to: dict[int, int] = field(default_factory=dict)  # partition -> next offset read
 
     def note(self, consumer: Consumer, topic: str, partitions: Iterable[int]) -> None:
         for j in partitions:
@@ -142,6 +143,8 @@ def feed_window(
             if reads is not None and reads.received is not None:
                 read = [m for m in msgs if m.error() is None]
                 reads.received(read, began, len(msgs) < READ_MAX)
+                for m in read:
+                    reads.read_to[m.partition() or 0] = (m.offset() or 0) + 1
             for msg in msgs:
                 err = msg.error()
                 if err is not None:

@@ -324,8 +324,21 @@ def run_windowed(
         return any(f.done() and f.exception() is not None for f in futures)
 
     reads = Reads(g.source_ends, g.arrivals.received if g.admits else None)
-    feed_window(g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads)
+    try:
+        feed_window(g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads)
+    finally:
+        if reads.read_to:  # what the next epoch's planned read must not count again
+            g.r.hset(g.keys.arrivals_read(g.operator), mapping=reads.read_to)
     return [res for f in futures for res in f.result()]
+
+
+def count_planned(g: GroupRun, records: dict[int, list[Any]], began: float) -> None:
+    """The entry step's planned records as arrivals, but those a reader of an earlier
+    epoch counted already (read, then left to this task as that epoch ended)."""
+    raw = g.r.hgetall(g.keys.arrivals_read(g.operator))
+    counted = {int(j): int(at) for j, at in raw.items()}
+    fresh = (m for j, r in records.items() for m in r if (m.offset() or 0) >= counted.get(j, 0))
+    g.arrivals.received(fresh, began, False)
 
 
 def run_group(
@@ -352,7 +365,7 @@ def run_group(
     backlog = sum(len(r) for r in records.values())
     if g.admission is not None:
         g.admission.serve((s.replica for s in slots), g.partitions)
-        g.arrivals.received((m for r in records.values() for m in r), began_read, False)
+        count_planned(g, records, began_read)
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})

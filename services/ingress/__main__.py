@@ -21,8 +21,29 @@ from elastic_sps.settings import IngressSettings, settings_or_exit
 log = logging.getLogger("sps.ingress")
 
 
+def stand_aside(settings: IngressSettings) -> None:
+    """With admission at the entry step the entry operator's replicas read the source:
+    an ingress started anyway (a compose file that lists it) reads nothing, and says so
+    on /health, until it is stopped."""
+    log.info("SPS_ADMISSION=entry: the entry operator's replicas admit; the ingress reads nothing")
+    serve(
+        "ingress",
+        settings.web_host,
+        settings.web_port,
+        CollectorRegistry(),
+        lambda: (True, {"service": "ingress", "status": "standing aside: admission=entry"}),
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+
 def main(settings: IngressSettings) -> None:
     configure_logging("ingress")
+    if settings.admission == "entry":
+        stand_aside(settings)
+        return
     topo = service_topology(settings)
     ensure_topics(settings.kafka_bootstrap_servers, settings.topics.control())
     for op in topo.operators:

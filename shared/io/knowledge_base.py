@@ -79,6 +79,12 @@ class Keys:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"
 
+    def arrivals_read(self, op: str) -> str:
+        """Hash source partition -> the offset up to which an entry operator's readers
+        have counted arrivals (admission at the entry step: λ_G counts each record once,
+        though a record read as an epoch ends is read again by the next)."""
+        return f"{self.prefix}:dp:{op}:arrivals"
+
     def ends(self, topic: str) -> str:
         """Hash partition -> the true end its producers recorded (``tracked_producer``)."""
         return f"{self.prefix}:ends:{topic}"

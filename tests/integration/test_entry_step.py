@@ -28,11 +28,13 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declaration
 from elastic_sps.model import topology
 from elastic_sps.services.dataplane.admission import check_entry_step
+from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
-from elastic_sps.services.dataplane.replica import run_group
+from elastic_sps.services.dataplane.replica import count_planned, run_group
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
+from tests.support.records import Record
 
 pytestmark = pytest.mark.integration
 
@@ -145,7 +147,7 @@ def entry_run(kafka_bootstrap: str, redis_url: str, tmp_path_factory: Any) -> di
     slots = (Slot(0, 0, 0, owner=0), Slot(1, 0, 0, owner=0))
     rows = run_group(o, "step", slots, 1, serve_s=60.0, keyed_active={"step": 1})
     feeding.join(1)
-    return {"tag": tag, "rows": rows, "r": r}
+    return {"tag": tag, "rows": rows, "r": r, "o": o}
 
 
 def test_every_source_record_is_admitted_once_or_dead_lettered(
@@ -201,3 +203,19 @@ def test_each_partition_declares_as_its_reader_sees_it(
     assert (last_before[1].wm, last_before[1].idle) == (22.0, False)
     assert (last_before[0].wm, last_before[0].idle) == (14.0, False)
     assert any(d.part == 1 and d.idle for d in before)  # it had been idle
+
+
+def test_a_record_read_again_as_an_epoch_ends_counts_once(entry_run: dict[str, Any]) -> None:
+    """Records a reader took as its epoch ended are read again by the next task's planned
+    read: counted as arrivals by the first only."""
+    o, r = entry_run["o"], entry_run["r"]
+    tag = f"{entry_run['tag']}x"
+    o = o.model_copy(update={"settings": o.settings.model_copy(update={"key_prefix": tag})})
+    g = GroupRun(o, "step", 1)
+    r.hset(Keys(tag).arrivals_read("step"), mapping={0: 8, 1: 3})  # the last reader's
+    planned = {0: [Record(0, at, b"{}") for at in range(6, 10)], 1: [Record(1, 2, b"{}")]}
+    count_planned(g, planned, time.time())
+    # one publication of the worker's counts holds them all (added under one lock)
+    counts = KnowledgeBase(r, Keys(tag)).ingress_counts
+    wait_until(lambda: "received" in counts(), "the planned arrivals counted")
+    assert counts() == {"received": 2}  # partition 0's offsets 8 and 9, none of 1's
