@@ -13,7 +13,8 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_nexmark.py [--queries q5,q7]
   topology from ``examples/nexmark`` on the run's topics, chained as loaded (each window
   heads a chain of the row steps after it: q5 runs ``bids``, ``counts``, ``hottest..q5``;
   q7 ``bids``, ``per_auction..partial``, ``highest..q7``; a keyed stage after a
-  stateless one is its own hop).
+  stateless one is its own hop); ``elastic-sps-entry``: the same with admission as the
+  first step (``SPS_ADMISSION=entry``: no ingress, the input read once by ``bids``).
 * ``quix-streams``: ``benchmarks/peers/quix_nexmark.py``, a process per input partition,
   grace 5 s (``GRACE_MS``), 30 s in its second stage (``MID_GRACE_MS``);
 * ``bytewax``: ``benchmarks/peers/bytewax_nexmark.py``, a process per input partition
@@ -96,11 +97,13 @@ def elastic_sps(
     query: str,
     replicas: int = REPLICAS,
     fixed: bool = True,
+    env: dict[str, str] | None = None,
 ) -> Pipeline:
     """The query's dataplane and ingress, ``replicas`` per operator (``fixed``: held there;
-    else the active counts in Redis decide, as the execute service writes them)."""
+    else the active counts in Redis decide, as the execute service writes them); ``env``
+    over the services' settings."""
     write = partial(topology_file, query)
-    return engines.elastic_sps(bootstrap, redis_url, tag, write, [NEXMARK], None, replicas, fixed)
+    return engines.elastic_sps(bootstrap, redis_url, tag, write, [NEXMARK], env, replicas, fixed)
 
 
 def quix_streams(
@@ -117,6 +120,7 @@ def bytewax(bootstrap: str, _: str, tag: str, query: str) -> Pipeline:
 
 PEERS: dict[str, Callable[..., Pipeline]] = {
     "elastic-sps": elastic_sps,
+    "elastic-sps-entry": partial(elastic_sps, env={"SPS_ADMISSION": "entry"}),
     "quix-streams": quix_streams,
     "bytewax": bytewax,
 }

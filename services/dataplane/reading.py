@@ -107,6 +107,39 @@ class Reads:
                 self.ends[j] = high
 
 
+# A replica's feed holds at most about this much of its work read ahead: a partition
+# handed to another replica moves behind what its old owner was handed (``handover``),
+# and what is read ahead is read again by the next epoch's task.
+READ_AHEAD_S = 0.5
+
+
+def read_ahead(et_s: float) -> int:
+    """Items a feed may hold before its partitions pause: ``READ_AHEAD_S`` of the
+    operator's work, never under one read."""
+    return max(READ_MAX, int(READ_AHEAD_S / et_s)) if et_s > 0 else 50 * READ_MAX
+
+
+@dataclass
+class ReadAhead:
+    """Pauses the partitions of a feed that holds more than ``limit`` items, resumes them
+    once it is down to half (the consumer goes on from the next offset not handed on)."""
+
+    consumer: Consumer
+    topic: str
+    limit: int
+    paused: set[int] = field(default_factory=set)
+
+    def apply(self, feeds: dict[int, SimpleQueue]) -> None:
+        sizes = {id(q): q.qsize() for q in feeds.values()}
+        full = {j for j, q in feeds.items() if sizes[id(q)] > self.limit} - self.paused
+        low = {j for j in self.paused if sizes[id(feeds[j])] <= self.limit // 2}
+        if full:
+            self.consumer.pause([TopicPartition(self.topic, j) for j in full])
+        if low:
+            self.consumer.resume([TopicPartition(self.topic, j) for j in low])
+        self.paused = (self.paused | full) - low
+
+
 def feed_window(
     o: SourceOptions,
     topic: str,
@@ -116,13 +149,15 @@ def feed_window(
     stop: Callable[[], bool] = lambda: False,
     moves: KeyedMoves | None = None,
     reads: Reads | None = None,
+    ahead: int = 50 * READ_MAX,
 ) -> None:
     """Read the live slots' partitions from ``starts`` until ``deadline``, or until
     ``stop`` says the epoch must end, handing each record to its slot with its arrival
     time; between reads ``moves`` may hand partitions to other replicas (it reroutes
-    ``feeds``), and ``reads`` learns the partitions' ends and what each read took.
-    Always ends every feed."""
+    ``feeds``), and ``reads`` learns the partitions' ends and what each read took; a
+    feed holds at most about ``ahead`` items (``ReadAhead``). Always ends every feed."""
     consumer = consumer_for(o, topic)
+    pacing = ReadAhead(consumer, topic, ahead)
     asked = time.monotonic()
     ended = {id(q): q for q in feeds.values()}
     try:
@@ -138,11 +173,12 @@ def feed_window(
                     ended.update({id(q): q for q in feeds.values()})
                 if reads is not None:
                     reads.note(consumer, topic, feeds)
+            pacing.apply(feeds)
             began = time.time()
             msgs = take_ready(consumer, READ_MAX, min(0.05, left))
             if reads is not None and reads.received is not None:
                 read = [m for m in msgs if m.error() is None]
-                reads.received(read, began, len(msgs) < READ_MAX)
+                reads.received(read, began, len(msgs) < READ_MAX and not pacing.paused)
                 for m in read:
                     reads.read_to[m.partition() or 0] = (m.offset() or 0) + 1
             for msg in msgs:
@@ -153,6 +189,8 @@ def feed_window(
                     continue
                 feeds[msg.partition() or 0].put((msg, time.perf_counter()))
     finally:
+        if pacing.paused:  # the worker's consumer serves the next task unpaused
+            consumer.resume([TopicPartition(topic, j) for j in pacing.paused])
         if feeds:
             consumer.unassign()
         for q in ended.values():

@@ -33,6 +33,7 @@ from elastic_sps.services.dataplane.reading import (
     WINDOW_END,
     Reads,
     feed_window,
+    read_ahead,
     read_slots,
     warm_consumers,
 )
@@ -325,7 +326,10 @@ def run_windowed(
 
     reads = Reads(g.source_ends, g.arrivals.received if g.admits else None)
     try:
-        feed_window(g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads)
+        ahead = read_ahead(g.op.et_s)
+        feed_window(
+            g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads, ahead
+        )
     finally:
         if reads.read_to:  # what the next epoch's planned read must not count again
             g.r.hset(g.keys.arrivals_read(g.operator), mapping=reads.read_to)
