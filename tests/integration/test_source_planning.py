@@ -299,3 +299,34 @@ def test_a_cpu_bound_keyed_operator_with_one_core_moves_inside_its_task(
     tasks = r.partitions(start, r.latestOffset(start, None))
     busy = next(t for t in tasks if t.operator == "busy")
     assert busy.moves_in_task is True and busy.keyed_active == {}
+
+
+def test_an_entry_step_plans_the_sources_partitions_among_its_replicas(
+    redis_url, redis_client, keys, monkeypatch
+):
+    # admission at the entry step: parse reads the source's 3 partitions (its pool is 8),
+    # its 2 active replicas own them (0, 1 -> replica 0; 2 -> replica 1), their ends the
+    # broker's though the other operators' come from the registry
+    asked: list[list[str]] = []
+
+    def ends(self: OperatorReader, ops: list[str]) -> dict[str, list[int]]:
+        asked.append(ops)
+        return {op: [30, 0, 12] for op in ops}
+
+    monkeypatch.setattr(OperatorReader, "_watermark_ends", ends)
+    redis_client.delete(keys.committed("parse"))
+    chosen = DataplaneSettings(redis_url=redis_url, key_prefix=keys.prefix,
+                               partition_ends="registry", admission="entry")  # fmt: skip
+    options = SourceOptions.build(chosen, topology.load("twitter"), OPS, "none", ("src", 3))
+    r = OperatorReader(options)
+    READERS.append(r)
+    start = r.initialOffset()
+    assert start["parse"] == {"0": 0, "1": 0, "2": 0} and len(start["store"]) == 8
+    end = r.latestOffset(start, None)
+    assert asked == [["parse"]]
+    assert end["parse"] == {"0": 30, "1": 0, "2": 12}
+    tasks = [t for t in r.partitions(start, end) if t.operator == "parse"]
+    assert [[(s.replica, s.owner, s.start, s.end) for s in t.slots] for t in tasks] == [
+        [(0, 0, 0, 30), (1, 0, 0, 0), (2, 1, 0, 12)]
+    ]
+    assert tasks[0].moves_in_task is True  # a resize hands partitions over in the task
