@@ -61,17 +61,16 @@ class AdmissionCounts:
             for m in msgs:
                 self.arrivals.add(arrival_s(m, now), "received")
                 n += 1
-            self.totals["received"] = self.totals.get("received", 0) + n
+            if n:
+                self.totals["received"] = self.totals.get("received", 0) + n
             if caught_up:
                 self.arrivals.caught_up(began)
 
-    def add(self, counts: dict[str, int]) -> None:
-        """A chunk's fates; the shed ones also under the interval they were shed in."""
+    def decided(self, counts: dict[str, int]) -> None:
+        """A chunk's shed and unkeyed events, under the interval they were decided in
+        (their totals leave with the slot's progress: ``publishing.publish``)."""
         now = time.time()
         with self.lock:
-            for name, n in counts.items():
-                if n:
-                    self.totals[name] = self.totals.get(name, 0) + n
             for name in ("shed", "unkeyed"):
                 if counts.get(name):
                     self.arrivals.add(now, name, counts[name])
@@ -80,15 +79,22 @@ class AdmissionCounts:
         with self.lock:
             due, totals = self.arrivals.due(now), self.totals
             self.totals = {}
-        for k, counts in due:
-            rec = OperatorCounters.arrivals(k, counts)
-            self.producer.produce(self.topic, rec.model_dump_json().encode(), partition=0)
-        if any(totals.values()):
-            pipe = self.r.pipeline(transaction=False)
-            for name, n in totals.items():
-                if n:
-                    pipe.hincrby(self.keys.ingress_counts, name, n)
-            pipe.execute()
+        try:
+            while due:
+                k, counts = due[0]
+                rec = OperatorCounters.arrivals(k, counts)
+                self.producer.produce(self.topic, rec.model_dump_json().encode(), partition=0)
+                due.pop(0)
+            if totals:
+                self.r.hincrby(self.keys.ingress_counts, "received", totals["received"])
+                totals = {}
+        finally:  # what a failed send left goes with the next
+            with self.lock:
+                for k, counts in due:
+                    for name, n in counts.items():
+                        self.arrivals.open[k][name] = self.arrivals.open[k].get(name, 0) + n
+                for name, n in totals.items():
+                    self.totals[name] = self.totals.get(name, 0) + n
 
     def _run(self) -> None:
         from redis.exceptions import RedisError

@@ -60,7 +60,8 @@ class GroupRun:
         self.admits = o.entry_topic is not None and self.operator == self.topo.entry_operators[0]
         self.partitions = o.entry_partitions if self.admits else int(self.op.max_replicas)
         # the per-event engine: the operator's steps, windows and watermarks
-        self.core = OperatorCore(self.topo, self.operator, self.impl, self.partitions)
+        learnt = self.topo.entry_operators[:1] if o.entry_topic is not None else ()
+        self.core = OperatorCore(self.topo, self.operator, self.impl, self.partitions, learnt)
         self.guard_lock = threading.Lock()
         self.cost_mode = o.cost_mode
         self.t_out = o.t_out_s
@@ -88,6 +89,7 @@ class GroupRun:
         self.admission: EntryGate | None = None
         self.board: WakeBoard | None = None
         self.source_ends: dict[int, int] = {}
+        self.source_paused: set[int] = set()  # partitions the reader holds back
         if not self.admits:
             return
         self.admission = WORKER.get(

@@ -172,6 +172,14 @@ def entry_source(settings: DataplaneSettings, topo: Any) -> tuple[str, int]:
     found = meta.topics.get(topic)
     if found is None or found.error is not None or not found.partitions:
         raise SystemExit(f"dataplane: the source topic {topic!r} is not readable")
+    entry = topo[topo.entry_operators[0]]
+    if len(found.partitions) < entry.max_replicas:  # the plan would count idle replicas
+        raise SystemExit(
+            f"dataplane: admission: entry: {entry.name}'s replicas own {topic!r}'s "
+            f"partitions, {len(found.partitions)} of them for a pool of "
+            f"{entry.max_replicas}: give the topic at least {entry.max_replicas} "
+            "partitions, lower max_replicas, or use admission: ingress"
+        )
     return topic, len(found.partitions)
 
 

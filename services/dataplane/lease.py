@@ -1,9 +1,10 @@
 """Which dataplane process runs the queries: the holder of a Redis key set with a TTL
 and renewed by its holder. A second dataplane process (a warm standby: its topology,
 operators and Spark session ready) waits for the key to lapse, which it does when the
-holder dies, and takes it; a holder that finds the key no longer its own exits at once,
-so two drivers never run one checkpoint. A renewal that cannot reach Redis is not a loss:
-the holder keeps running and renews when Redis answers."""
+holder dies, and takes it; a holder that finds the key another's exits at once, so two
+drivers never run one checkpoint (one that finds it lapsed and untaken takes it back).
+A renewal that cannot reach Redis is not a loss: the holder keeps running and renews
+when Redis answers."""
 
 from __future__ import annotations
 
@@ -18,11 +19,17 @@ from typing import Any
 
 log = logging.getLogger("sps.dataplane")
 
-# renew only while the key is still ours; 1: renewed, 0: someone else's (or lapsed)
+# renew while the key is still ours, take it back if it lapsed with nobody taking it;
+# 1: renewed, 2: taken back, 0: someone else's
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 2
 end
 return 0
 """
@@ -118,13 +125,17 @@ class Lease:
         return holder, serving, int(ttl)
 
     def renew(self) -> bool | None:
-        """True: renewed; False: lost (another process holds it, or it lapsed);
-        None: Redis did not answer."""
+        """True: renewed (or, lapsed with no other process taking it, taken back: a
+        renewal late on a loaded machine; nobody else ran the queries meanwhile);
+        False: lost (another process holds it); None: Redis did not answer."""
         try:
-            return int(self._renew(keys=[self.key], args=[self.me, self.ttl_ms])) == 1
+            answer = int(self._renew(keys=[self.key], args=[self.me, self.ttl_ms]))
         except Exception as exc:  # Redis away: not a loss
             log.warning("lease %s not renewed: %s", self.key, exc)
             return None
+        if answer == 2:
+            log.warning("lease %s lapsed before its renewal; nobody took it: taken back", self.key)
+        return answer != 0
 
     def release(self) -> None:
         """A clean stop hands over at once: the key goes if it is still ours."""

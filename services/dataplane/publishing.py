@@ -69,6 +69,13 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
         "state_expired": sum(r.state_expired for r in results),
     }
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
+    admission: dict[str, int] = {}
+    for r in results:
+        for name, n in r.admission.items():
+            admission[name] = admission.get(name, 0) + n
+    for name, n in admission.items():  # the entry step's fates, beside its progress
+        if n:
+            pipe.hincrby(g.keys.ingress_counts, name, n)
     interval = int(time.time() // g.td)
     metrics_topic = g.o.metrics_topic
     active = g.current_active()

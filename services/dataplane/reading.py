@@ -99,6 +99,29 @@ class Reads:
     ends: dict[int, int] = field(default_factory=dict)
     received: Callable[[list[Any], float, bool], None] | None = None
     read_to: dict[int, int] = field(default_factory=dict)  # partition -> next offset read
+    counted: dict[int, int] = field(default_factory=dict)  # below: counted by an earlier task
+    paused: set[int] = field(default_factory=set)
+
+    def count(self, msgs: list[Any], began: float, short: bool, starts: dict[int, int]) -> None:
+        """A read's records as arrivals, those an earlier task counted left out; caught up
+        only when the read came back short with nothing paused and every partition read
+        to the end its reader last saw (right after an assign, reads come back empty
+        while the first fetch is under way)."""
+        if self.received is None:
+            return
+        fresh = []
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            j, at = m.partition() or 0, m.offset() or 0
+            self.read_to[j] = at + 1
+            if at >= self.counted.get(j, 0):
+                fresh.append(m)
+        done = all(
+            j in self.ends and max(self.read_to.get(j, 0), at) >= self.ends[j]
+            for j, at in starts.items()
+        )
+        self.received(fresh, began, short and not self.paused and done)
 
     def note(self, consumer: Consumer, topic: str, partitions: Iterable[int]) -> None:
         for j in partitions:
@@ -137,7 +160,8 @@ class ReadAhead:
             self.consumer.pause([TopicPartition(self.topic, j) for j in full])
         if low:
             self.consumer.resume([TopicPartition(self.topic, j) for j in low])
-        self.paused = (self.paused | full) - low
+        self.paused |= full  # in place: the slots read it
+        self.paused -= low
 
 
 def feed_window(
@@ -157,7 +181,7 @@ def feed_window(
     ``feeds``), and ``reads`` learns the partitions' ends and what each read took; a
     feed holds at most about ``ahead`` items (``ReadAhead``). Always ends every feed."""
     consumer = consumer_for(o, topic)
-    pacing = ReadAhead(consumer, topic, ahead)
+    pacing = ReadAhead(consumer, topic, ahead, reads.paused if reads is not None else set())
     asked = time.monotonic()
     ended = {id(q): q for q in feeds.values()}
     try:
@@ -176,11 +200,8 @@ def feed_window(
             pacing.apply(feeds)
             began = time.time()
             msgs = take_ready(consumer, READ_MAX, min(0.05, left))
-            if reads is not None and reads.received is not None:
-                read = [m for m in msgs if m.error() is None]
-                reads.received(read, began, len(msgs) < READ_MAX and not pacing.paused)
-                for m in read:
-                    reads.read_to[m.partition() or 0] = (m.offset() or 0) + 1
+            if reads is not None:
+                reads.count(msgs, began, len(msgs) < READ_MAX, starts)
             for msg in msgs:
                 err = msg.error()
                 if err is not None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.knowledge_base import active_count
+from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
@@ -111,13 +112,20 @@ class Replica:
             for run in self.runs.values()
             if run.declarer is not None and (t := run.declarer.held_until()) is not None
         ]
+        if any(run.entry is not None for run in self.runs.values()):  # a reader's ticks
+            due.append(time.monotonic() + ENTRY_TICK_S)
         return min(due, default=None)
 
     def take_in(self, chunk: list[Any]) -> None:
         by_partition: dict[int, list[Any]] = {}
+        moving: set[int] = set()  # records after a hand-over item are the next run's
         for item in chunk:
-            if isinstance(item, tuple) and (j := item[0].partition() or 0) in self.runs:
-                by_partition.setdefault(j, []).append(item[0])
+            if isinstance(item, Release | Acquire):
+                moving.add(item.move.partition)
+            elif isinstance(item, tuple):
+                j = item[0].partition() or 0
+                if j in self.runs and j not in moving:
+                    by_partition.setdefault(j, []).append(item[0])
         for j, msgs in by_partition.items():
             self.runs[j].prefetch(msgs)
         for item in chunk:
@@ -145,6 +153,8 @@ class Replica:
                 return
             self.adopt_released()
         run = self.runs.pop(move.partition)
+        if run.entry is not None:
+            run.entry.released()
         res = run.finish()
         self.g.producer.flush()
         publish(self.g, [res])
@@ -211,6 +221,7 @@ def cut_result(run: SlotRun) -> SlotResult:
 
 
 CHUNK = 500  # live records taken from a feed at once (their state read in one trip)
+ENTRY_TICK_S = 0.5  # the longest an entry slot's reader goes without looking at its end
 
 
 def _produced_at(msg: Any) -> int:
@@ -291,6 +302,7 @@ def run_windowed(
     deadline: float,
     stop: Callable[[], bool],
     moves_in_task: bool = False,
+    entry: EntryTask | None = None,
 ) -> list[SlotResult]:
     """Every replica in its own thread; the live ones go on with what upstream produces
     until ``deadline`` (or ``stop``), so an event crosses several operators within one
@@ -324,25 +336,16 @@ def run_windowed(
         the epoch while the replica's partitions stall."""
         return any(f.done() and f.exception() is not None for f in futures)
 
-    reads = Reads(g.source_ends, g.arrivals.received if g.admits else None)
+    reads = entry.reads if entry is not None else Reads(g.source_ends)
     try:
         ahead = read_ahead(g.op.et_s)
         feed_window(
             g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads, ahead
         )
     finally:
-        if reads.read_to:  # what the next epoch's planned read must not count again
-            g.r.hset(g.keys.arrivals_read(g.operator), mapping=reads.read_to)
+        if entry is not None:  # what the next epoch's planned read must not count again
+            entry.save(reads.read_to)
     return [res for f in futures for res in f.result()]
-
-
-def count_planned(g: GroupRun, records: dict[int, list[Any]], began: float) -> None:
-    """The entry step's planned records as arrivals, but those a reader of an earlier
-    epoch counted already (read, then left to this task as that epoch ended)."""
-    raw = g.r.hgetall(g.keys.arrivals_read(g.operator))
-    counted = {int(j): int(at) for j, at in raw.items()}
-    fresh = (m for j, r in records.items() for m in r if (m.offset() or 0) >= counted.get(j, 0))
-    g.arrivals.received(fresh, began, False)
 
 
 def run_group(
@@ -367,14 +370,14 @@ def run_group(
     began_read = time.time()
     records = read_slots(o, g.topic, slots)
     backlog = sum(len(r) for r in records.values())
-    if g.admission is not None:
-        g.admission.serve((s.replica for s in slots), g.partitions)
-        count_planned(g, records, began_read)
+    entry = EntryTask(g, slots) if g.admits else None
+    if entry is not None:
+        entry.planned(records, began_read)
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})
         deadline = began + (serve_s or window)
-        results = run_windowed(g, slots, records, deadline, stop, moves_in_task)
+        results = run_windowed(g, slots, records, deadline, stop, moves_in_task, entry)
     else:
         replicas = by_replica(slots)
         served = threads().map(lambda r: serve_replica(g, r[0].replica_id, r, records), replicas)

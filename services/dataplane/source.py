@@ -395,6 +395,7 @@ class OperatorReader(DataSourceStreamReader):
         if self._producer is None:
             self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
         interval = int(time.time() // self.o.td)
+        self._list_source_ends(reads)
         for op in self.operators:
             done, progress = end.get(op, {}), reads.progress[op]
             queued = sum(
@@ -410,6 +411,16 @@ class OperatorReader(DataSourceStreamReader):
             )
             self._producer.produce(self.o.metrics_topic, value=rec.model_dump_json().encode())
         self._producer.flush(10)
+
+    def _list_source_ends(self, reads: BatchReads) -> None:
+        """The entry step's source ends, where the registry keeps an operator's: the
+        services that read a backlog from it (the LAS gate's bound, the drain, the
+        dataplane's /metrics) find the entry operator's there (its producers keep none)."""
+        keys = self._keys()
+        for op in self.operators:
+            if self._admits(op) and op in reads.ends:
+                ends = dict(enumerate(reads.ends[op]))
+                self._redis().hset(keys.ends(keys.topic(op)), mapping=ends)
 
     # -- executor side -----------------------------------------------------------------
     def read(self, partition: InputPartition) -> Any:

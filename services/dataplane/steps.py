@@ -123,6 +123,9 @@ class SlotResult:
     start: int = 0  # the offset the slot began at
     next_offset: int = 0  # processed up to here (exclusive)
     probes: list[str] = field(default_factory=list)
+    # the entry step's fates of what it admitted since the last checkpoint (admitted,
+    # shed, dead_lettered, unkeyed): published with the progress they reflect
+    admission: dict[str, int] = field(default_factory=dict)
 
 
 class SlotRun:
@@ -276,7 +279,7 @@ class SlotRun:
         read the state they need, and whether they were applied, in one round trip; an
         entry slot's: admit them (``entry_slot``)."""
         if self.entry is not None:
-            self.entry.admit(self, msgs, self._decoded, self.res.ids)
+            self.entry.admit(self, msgs, self._decoded, self.res)
             return
         keyed = self.keyed
         if keyed is None or keyed.fenced or not msgs:

@@ -184,7 +184,7 @@ class Gate:
         names = {n for n in short.split(",") if n in self.topology.names}
         names |= {op.name for op in ops if active[op.name] >= op.max_replicas}
         queued = {n: self._queued(n, active[n]) for n in names}
-        self.budget = admissible(
+        bound = admissible(
             self.topology,
             active,
             queued,
@@ -194,6 +194,9 @@ class Gate:
             names,
             self.path_s,
         )
+        # a gate that sees its replicas' share of the input admits that share of it
+        entry = max(1, active[self.entry])
+        self.budget = bound * min(1.0, self.local(entry) / entry)
 
     def _queued(self, name: str, active: int) -> float:
         """The operator's queue, net of what its running batch has already processed: the

@@ -21,6 +21,7 @@ are. Its promises:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,15 +67,14 @@ def with_ids(event_id: str, result: Output) -> list[Emitted]:
     ]
 
 
-def senders(topo: Topology, name: str) -> dict[str, int | None]:
+def senders(topo: Topology, name: str, learnt: Iterable[str] = ()) -> dict[str, int | None]:
     """Who sends to ``name``'s partitions: each predecessor's pool (the source's
-    partition count, and an entry operator's, which may read the source's partitions
-    itself, are learnt from their declarations)."""
+    partition count, and that of an operator in ``learnt``, an entry operator reading
+    the source's partitions itself, are learnt from their declarations)."""
     out: dict[str, int | None] = {}
-    entry = set(topo.entry_operators)
+    unknown = {"source", *learnt}
     for e in topo.predecessors[name]:
-        learnt = e.src == "source" or e.src in entry
-        out[e.src] = None if learnt else int(topo[e.src].max_replicas)
+        out[e.src] = None if e.src in unknown else int(topo[e.src].max_replicas)
     return out
 
 
@@ -82,10 +82,16 @@ class OperatorCore:
     """One operator's per-event step and its watermark handling."""
 
     def __init__(
-        self, topo: Topology, name: str, impl: Runnable, partitions: int | None = None
+        self,
+        topo: Topology,
+        name: str,
+        impl: Runnable,
+        partitions: int | None = None,
+        learnt: Iterable[str] = (),
     ) -> None:
         """``partitions``: the operator's input partitions, when not its pool (an entry
-        operator reading the source's)."""
+        operator reading the source's); ``learnt``: predecessors whose partition count
+        their declarations say (``senders``)."""
         self.topo, self.name, self.op = topo, name, topo[name]
         self.partitions = partitions or int(self.op.max_replicas)
         self.impl = impl
@@ -97,7 +103,7 @@ class OperatorCore:
             head = impl.head if isinstance(impl, ChainedOperator) else impl
             assert isinstance(head, AggregateOperator)
             self.window = WindowAggregator(self.op, head.aggregate)
-        self.senders = senders(topo, name)
+        self.senders = senders(topo, name, learnt)
 
     @property
     def stateful(self) -> bool:

@@ -29,6 +29,17 @@ def test_a_standby_takes_over_when_the_holder_stops_renewing(redis_client):
     assert holder.renew() is False  # the old holder learns it lost the lease
 
 
+def test_a_late_renewal_takes_a_lapsed_untaken_lease_back(redis_client):
+    # a loaded machine delays the renewal past the lease: nobody else took it, so nobody
+    # else runs the queries, and the holder goes on (it exited: a run lost its dataplane)
+    holder = Lease(redis_client, "t:lease", 0.2)
+    assert holder.try_acquire()
+    time.sleep(0.4)
+    assert redis_client.get("t:lease") is None
+    assert holder.renew() is True
+    assert redis_client.get("t:lease").decode() == holder.me
+
+
 def test_a_clean_stop_hands_over_at_once(redis_client):
     holder, standby = Lease(redis_client, "t:lease", 60.0), Lease(redis_client, "t:lease", 60.0)
     assert holder.try_acquire()

@@ -28,10 +28,11 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declaration
 from elastic_sps.model import topology
 from elastic_sps.services.dataplane.admission import check_entry_step
+from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
-from elastic_sps.services.dataplane.replica import count_planned, run_group
+from elastic_sps.services.dataplane.replica import run_group
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -192,6 +193,10 @@ def test_each_partition_declares_as_its_reader_sees_it(
     ]
     mine = [d for d in seen if isinstance(d, Declaration) and d.src == "step"]
     assert {d.of for d in mine} == {2}  # the source's partitions, not the pool
+    # the task's partitions declared active before any of its events
+    first = next(k for k, d in enumerate(seen) if isinstance(d, str))
+    opening = {d.part: d.idle for d in seen[:first] if isinstance(d, Declaration)}
+    assert opening == {0: False, 1: False}
     last = {d.part: d for d in mine}
     assert (last[0].wm, last[0].idle) == (16.0, True)
     assert (last[1].wm, last[1].idle) == (22.0, True)
@@ -207,15 +212,18 @@ def test_each_partition_declares_as_its_reader_sees_it(
 
 def test_a_record_read_again_as_an_epoch_ends_counts_once(entry_run: dict[str, Any]) -> None:
     """Records a reader took as its epoch ended are read again by the next task's planned
-    read: counted as arrivals by the first only."""
+    read: counted as arrivals by the first only; the planned ones, once counted, are not
+    counted again by a retry."""
     o, r = entry_run["o"], entry_run["r"]
     tag = f"{entry_run['tag']}x"
     o = o.model_copy(update={"settings": o.settings.model_copy(update={"key_prefix": tag})})
+    create_topics(o.settings, o.topology())  # where the task's first declarations go
     g = GroupRun(o, "step", 1)
     r.hset(Keys(tag).arrivals_read("step"), mapping={0: 8, 1: 3})  # the last reader's
     planned = {0: [Record(0, at, b"{}") for at in range(6, 10)], 1: [Record(1, 2, b"{}")]}
-    count_planned(g, planned, time.time())
+    EntryTask(g, (Slot(0, 6, 10, owner=0), Slot(1, 2, 3, owner=0))).planned(planned, time.time())
     # one publication of the worker's counts holds them all (added under one lock)
     counts = KnowledgeBase(r, Keys(tag)).ingress_counts
     wait_until(lambda: "received" in counts(), "the planned arrivals counted")
     assert counts() == {"received": 2}  # partition 0's offsets 8 and 9, none of 1's
+    assert r.hgetall(Keys(tag).arrivals_read("step")) == {b"0": b"10", b"1": b"3"}
