@@ -66,7 +66,7 @@ class Declaring(Protocol):
 
     declarer: Declarer | None
 
-    def _declared(self, d: Declaration, msg: Any) -> None: ...
+    def declared(self, d: Declaration, msg: Any) -> None: ...
 
 
 class EntrySlot:
@@ -125,7 +125,7 @@ class EntrySlot:
             self.board.wake(self.g.producer, self.g.declare_to, self.partition)
             self.clock.seen = self.board.seq
             self.clock.clock.wake()
-            run._declared(Declaration("source", 0, 1, self.clock.clock.wm, False), None)
+            run.declared(Declaration("source", 0, 1, self.clock.clock.wm, False), None)
 
     def tick(self, run: Declaring, next_offset: int) -> None:
         """The partition's declaration now (idle once at its end for ``idle_s``, from the
@@ -140,7 +140,7 @@ class EntrySlot:
             if last is not None and last.idle and not d.idle:  # it resumes: wake the others
                 self.board.wake(self.g.producer, self.g.declare_to, self.partition)
                 self.clock.seen = self.board.seq
-            run._declared(d, None)
+            run.declared(d, None)
             declarer = run.declarer
             assert declarer is not None
             declarer.send_held()

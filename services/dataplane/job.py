@@ -173,12 +173,12 @@ def entry_source(settings: DataplaneSettings, topo: Any) -> tuple[str, int]:
     if found is None or found.error is not None or not found.partitions:
         raise SystemExit(f"dataplane: the source topic {topic!r} is not readable")
     entry = topo[topo.entry_operators[0]]
-    if len(found.partitions) < entry.max_replicas:  # the plan would count idle replicas
+    pool = settings.fixed_replicas or entry.max_replicas  # the most it will run
+    if len(found.partitions) < pool:  # the plan would count replicas with nothing to read
         raise SystemExit(
             f"dataplane: admission: entry: {entry.name}'s replicas own {topic!r}'s "
-            f"partitions, {len(found.partitions)} of them for a pool of "
-            f"{entry.max_replicas}: give the topic at least {entry.max_replicas} "
-            "partitions, lower max_replicas, or use admission: ingress"
+            f"partitions, {len(found.partitions)} of them for a pool of {pool}: give the "
+            f"topic at least {pool} partitions, lower max_replicas, or use admission: ingress"
         )
     return topic, len(found.partitions)
 

@@ -179,7 +179,7 @@ class SlotRun:
 
     def _handle(self, msg: Any, offset: int) -> None:
         if self.entry is None and is_declaration(msg.value()):
-            self._declared(decode_declaration(msg.value()), msg)
+            self.declared(decode_declaration(msg.value()), msg)
             return
         ctx = self._ready()
         ev, key, record_key = self._event(msg, offset)
@@ -227,7 +227,7 @@ class SlotRun:
             self.res.marks = Marks(g.r, g.keys.watermarks(g.operator, self.slot.replica))
         return self.res.marks
 
-    def _declared(self, d: Declaration, msg: Any) -> None:
+    def declared(self, d: Declaration, msg: Any) -> None:
         """A declaration into the partition (read in ``msg``, or None: the entry step's
         own): fire what it closes, declare onwards."""
         g, store = self.g, self._partition_marks()

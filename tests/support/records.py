@@ -48,3 +48,6 @@ class Record:
 
     def timestamp(self) -> tuple[int, int]:
         return (1, int(time.time() * 1000))
+
+    def error(self) -> None:
+        return None
