@@ -227,3 +227,52 @@ def test_a_record_read_again_as_an_epoch_ends_counts_once(entry_run: dict[str, A
     wait_until(lambda: "received" in counts(), "the planned arrivals counted")
     assert counts() == {"received": 2}  # partition 0's offsets 8 and 9, none of 1's
     assert r.hgetall(Keys(tag).arrivals_read("step")) == {b"0": b"10", b"1": b"3"}
+
+
+def test_a_resize_hands_source_partitions_over_inside_the_task(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """Replica 0 serves both source partitions; the count goes to 2 while records flow:
+    partition 1 moves to replica 1 inside the running task, and every record is processed
+    once."""
+    tag = f"mv{uuid.uuid4().hex[:6]}"
+    source = f"{tag}.orders"
+    path = tmp_path / "move.yaml"
+    path.write_text(yaml.safe_dump({**json.loads(json.dumps(DOC).replace("SOURCE", source)),
+                                    "name": tag}))  # fmt: skip
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
+        admission="entry", track_ids=True, task_window_s=60.0,
+        topics={"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"},
+    )  # fmt: skip
+    topo = topology.load(path)
+    create_topics(settings, topo)
+    r = redis.Redis.from_url(redis_url)
+    keys, kb = Keys(tag), KnowledgeBase(redis.Redis.from_url(redis_url), Keys(tag))
+    r.set(keys.active("step"), 1)
+    first = list(range(1000, 1200))
+    produce(kafka_bootstrap, source, 0, first[::2])
+    produce(kafka_bootstrap, source, 1, first[1::2])
+
+    def later() -> None:
+        wait_until(lambda: kb.ingress_counts().get("admitted", 0) >= 50, "records admitted")
+        marker = {"plan_id": "t", "from": 1, "to": 2, "decided_at": time.time(), "applied_at": 0}
+        r.hset(keys.rescale("step"), mapping=marker)  # the change the move's effect closes
+        r.set(keys.active("step"), 2)
+        wait_until(lambda: r.hexists(keys.rescale("step"), "effect_at"), "the move")
+        second = list(range(2000, 2200))
+        produce(kafka_bootstrap, source, 0, second[::2])
+        produce(kafka_bootstrap, source, 1, second[1::2])
+        wait_until(lambda: kb.ingress_counts().get("admitted", 0) == 400, "all admitted")
+        r.set(keys.active("after"), 2)  # the epoch ends (the test's stop)
+
+    feeding = threading.Thread(target=later, daemon=True)
+    feeding.start()
+    o = SourceOptions.build(settings, topo, ["step"], "none", (source, 2))
+    slots = (Slot(0, 0, 0, owner=0), Slot(1, 0, 0, owner=0))
+    run_group(o, "step", slots, 1, serve_s=60.0, keyed_active={"after": 1}, moves_in_task=True)
+    feeding.join(1)
+    processed = {i.decode() for i in r.smembers(id_ledger.key(tag, "step", "processed"))}
+    assert processed == {f"o{t}" for t in range(1000, 1200)} | {f"o{t}" for t in range(2000, 2200)}
+    assert kb.counts("step")["processed"] == 400  # each once
+    assert kb.ingress_counts() == {"received": 400, "admitted": 400}
