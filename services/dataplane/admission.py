@@ -16,6 +16,8 @@ entry operator spread over processes) are not woken with it.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -146,7 +148,14 @@ class EntryGate:
         self.spec = topo.source.keyed_by(settings.key_field)
         self.lock = threading.Lock()
         self.local: Callable[[int], int] = lambda active: active
-        self.gate = Gate.configured(topo, redis, keys, settings, lambda n: self.local(n))
+        # its probes are answered by its worker's slots, on its worker's list: gates of
+        # other workers must not take them
+        self.deltas_key = (
+            f"{keys.las_deltas(topo.entry_operators[0])}:{socket.gethostname()}:{os.getpid()}"
+        )
+        self.gate = Gate.configured(
+            topo, redis, keys, settings, lambda n: self.local(n), self.deltas_key
+        )
 
     def serve(self, partitions: Iterable[int], of: int) -> None:
         """This worker's task serves ``partitions`` of ``of``: its share of the active

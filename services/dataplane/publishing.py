@@ -19,6 +19,7 @@ from elastic_sps.services.dataplane.steps import SlotResult
 from elastic_sps.services.dataplane.worker import WORKER
 
 LAS_LOCK = threading.Lock()
+DELTAS_KEPT_S = 3600  # a Δ list no gate reads any more (its worker gone) expires
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,15 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
         # which executor served how many slots: shows tasks spread over a cluster
         served_by = WORKER.get("exec", executor_id)
         g.kb.count_executor(pipe, g.operator, served_by)
+    # the Δ replies go to the gate that admitted the events: its worker's with the entry
+    # step, the ingress's otherwise
+    deltas = g.admission.deltas_key if g.admission else g.keys.las_deltas(g.operator)
     las = None
     if g.operator in g.topo.entry_operators and g.o.las:
         with LAS_LOCK:
             las = WORKER.get(
-                ("las", g.operator, g.keys.prefix), lambda: las_operator(g.r, g.operator, g.keys)
+                ("las", g.operator, g.keys.prefix),
+                lambda: las_operator(g.r, g.operator, g.keys, deltas),
             )
     totals = {
         "processed": sum(r.processed for r in results),
@@ -84,8 +89,9 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
             res.marks.write(g.r, pipe)
         if res.ids is not None:
             res.ids.write(pipe)
-        if res.probes:
-            pipe.rpush(g.keys.las_deltas(g.operator), *res.probes)
+        if res.probes:  # to the gate that admitted them
+            pipe.rpush(deltas, *res.probes)
+            pipe.expire(deltas, DELTAS_KEPT_S)
         share = min(1.0, res.processed * g.op.et_s / g.td)
         g.kb.record_utilisation(pipe, g.operator, res.replica, share)
         if las is not None and res.las_keys:
@@ -138,9 +144,9 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
             keyed.commit(res.next_offset)
 
 
-def las_operator(r: Any, operator: str, keys: Keys) -> Any:
+def las_operator(r: Any, operator: str, keys: Keys, deltas_key: str | None = None) -> Any:
     from elastic_sps.las.operator_side import LasOperator
     from elastic_sps.las.redis_store import SketchPublisher
 
-    pub = SketchPublisher(r, operator, keys)
+    pub = SketchPublisher(r, operator, keys, deltas_key)
     return LasOperator(pub.publish_sketch, pub.send_delta, seed=zlib.crc32(operator.encode()))

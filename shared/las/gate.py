@@ -78,6 +78,7 @@ class Gate:
         td: float = 1.0,
         batch_s: float = 1.0,
         local: Callable[[int], int] | None = None,
+        deltas_key: str | None = None,
     ) -> None:
         """``scale_first``: shed only while the last plan is short (``Keys.plan_short``:
         an operator's need beyond its pool or budget); otherwise admit everything, still
@@ -90,7 +91,8 @@ class Gate:
         dataplane's checkpoint interval (``SPS_CHECKPOINT_S``): how long an event's
         progress waits to be recorded. ``local``: of the entry operator's active
         replicas, how many serve the events this gate sees (an entry step's gate sees
-        its worker's share).
+        its worker's share); ``deltas_key``: where its probes' Δ replies come (the
+        operator's list unless said).
 
         The queues may hold only what is cleared within the goal less the time an event
         spends beside them (``path_s``): the path's et and per-hop engine time
@@ -111,7 +113,7 @@ class Gate:
                 bootstrap_mean=topology[self.entry].et_s,
             )
             self.las = CalibratedShedder(shedder)
-            self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys)
+            self.subscriber = SketchSubscriber(redis, self.entry, prefix_keys, deltas_key)
         self._last_poll = 0.0
         self.goal_s, self.td, self.batch_s = goal_s, td, batch_s
         self.path_s = topology.path_seconds(LIVE_ENGINE.hop_s) + batch_s
@@ -127,6 +129,7 @@ class Gate:
         prefix_keys: Any,
         settings: Any,
         local: Callable[[int], int] | None = None,
+        deltas_key: str | None = None,
     ) -> Gate:
         """The gate the admission settings (``AdmissionSettings``) describe. One goal:
         SPS_LATENCY_GOAL_MS is LAS's τ unless SPS_TAU_MS says otherwise, and with a goal
@@ -143,6 +146,7 @@ class Gate:
             td=settings.td,
             batch_s=settings.checkpoint_s,
             local=local,
+            deltas_key=deltas_key,
         )
 
     def refresh(self, force: bool = False) -> None:

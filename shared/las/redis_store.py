@@ -26,10 +26,15 @@ FORMAT = 1
 class SketchPublisher:
     """Operator side: ``publish_sketch`` and ``send_delta`` for ``LasOperator``."""
 
-    def __init__(self, redis: Any, operator: str, keys: Keys | None = None) -> None:
+    def __init__(
+        self, redis: Any, operator: str, keys: Keys | None = None, deltas_key: str | None = None
+    ) -> None:
+        """``deltas_key``: the list its Δ messages go on, when not the operator's one (an
+        entry step's worker: its own gate's)."""
         self.r = redis
         self.keys = keys or Keys()
         self.op = operator
+        self.deltas_key = deltas_key or self.keys.las_deltas(operator)
         self.messages = 0
 
     def publish_sketch(self, pair: SketchPair) -> int:
@@ -57,7 +62,7 @@ class SketchPublisher:
     def send_delta(self, delta: float, tag: str | None = None) -> None:
         """Δ (Listing 3.2 l. 11), optionally naming the probe it answers ("tag Δ")."""
         body = repr(float(delta)) if tag is None else f"{tag} {float(delta)!r}"
-        self.r.rpush(self.keys.las_deltas(self.op), body)
+        self.r.rpush(self.deltas_key, body)
         self.messages += 1
 
 
@@ -93,10 +98,15 @@ class SketchSubscriber:
     """Shedder side: ``poll()`` returns a new valid pair, or None. Bad state in Redis is
     logged and skipped; the caller keeps its last good pair (or stays in NOP)."""
 
-    def __init__(self, redis: Any, operator: str, keys: Keys | None = None) -> None:
+    def __init__(
+        self, redis: Any, operator: str, keys: Keys | None = None, deltas_key: str | None = None
+    ) -> None:
+        """``deltas_key``: the list this subscriber's Δ replies come on, when not the
+        operator's one (an entry step's gate: its worker's)."""
         self.r = redis
         self.keys = keys or Keys()
         self.op = operator
+        self.deltas_key = deltas_key or self.keys.las_deltas(operator)
         self.version = 0
         self.rejected = 0
         self.reads = 0
@@ -124,7 +134,7 @@ class SketchSubscriber:
     def deltas(self) -> list[tuple[str | None, float]]:
         """Pending Δ replies as (probe tag or None, Δ seconds); malformed ones are logged
         and skipped (a Δ is a correction, not an event: nothing is lost by skipping it)."""
-        out = self.r.lpop(self.keys.las_deltas(self.op), 1000) or []
+        out = self.r.lpop(self.deltas_key, 1000) or []
         self.reads += 1
         replies: list[tuple[str | None, float]] = []
         for raw in out:
