@@ -70,6 +70,9 @@ class Declaring(Protocol):
 
 
 class EntrySlot:
+    """One source partition's admission and reader clock, in the slot (``steps.SlotRun``)
+    that serves it: ``admit`` before the engine's steps, ``tick`` between chunks."""
+
     def __init__(self, g: GroupRun, partition: int) -> None:
         assert g.admission is not None and g.board is not None
         self.g, self.partition = g, partition
