@@ -35,7 +35,10 @@ ROLES: tuple[tuple[str, str], ...] = (
 
 
 def _processes() -> dict[int, tuple[int, float, str]]:
-    """Every process: pid -> (parent, CPU seconds (user + system), command line)."""
+    """Every process: pid -> (parent, CPU seconds (user + system, its own and its reaped
+    children's), command line). The reaped children's count: a process that exits
+    between two snapshots (a Spark Python worker) would take its CPU with it, and a
+    difference of two snapshots could come out negative."""
     tick = os.sysconf("SC_CLK_TCK")
     procs: dict[int, tuple[int, float, str]] = {}
     for d in Path("/proc").iterdir():
@@ -46,7 +49,8 @@ def _processes() -> dict[int, tuple[int, float, str]]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        procs[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+        cpu = sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+        procs[int(d.name)] = (int(fields[1]), cpu, cmd)
     return procs
 
 

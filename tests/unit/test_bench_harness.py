@@ -50,6 +50,37 @@ def test_cpu_seconds_counts_a_child_by_its_role():
         child.wait()
 
 
+def test_cpu_since_keeps_a_process_that_exited_between_the_snapshots():
+    # the child starts a grandchild that burns 0.4 s of CPU and exits (reaped) between the
+    # two snapshots, as a Spark Python worker may: its CPU stays with the child's role
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
+    parent = (
+        "import subprocess, sys, time\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"
+        f"subprocess.run([sys.executable, '-c', {burn!r}])\n"
+        "print('done', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", parent, "marker-role-y"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    roles = (("marker-role-y", "parent"),)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        before = cpu_seconds(roles)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+        spent = {k: v - before.get(k, 0.0) for k, v in cpu_seconds(roles).items()}
+        assert 0.35 <= spent["parent"] <= 1.5
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_rescales_summary_shares_ds2s_rescales_and_places_each_on_its_frontier():
     from benchmarks.bench_control import rescales_summary
 
