@@ -59,6 +59,7 @@ from sps_nexmark.generate import BASE_TIME_MS, Generator
 from sps_nexmark.reference import reference
 
 from benchmarks.harness import engines
+from benchmarks.harness.broker import add_warm_flag, ready_broker
 from benchmarks.harness.engines import PARTITIONS, REPLICAS, ROOT, Pipeline
 from benchmarks.harness.processes import cpu_at_rest, cpu_seconds, cpu_since
 from benchmarks.harness.runs import fresh_tag, names, paced, report, run_all, running
@@ -242,14 +243,16 @@ def main() -> None:
     )
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
+    add_warm_flag(ap)
     args = ap.parse_args()
     cases = [{"query": q} for q in names(args.queries)]
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
+        broker = ready_broker(bootstrap, args.broker_warm_s)
 
         def one(peer: str, case: dict[str, str]) -> dict[str, Any]:
             return measure(peer, case["query"], bootstrap, redis_url, args)
 
-        rows = run_all(one, names(args.peers), cases, args.runs, args.json)
+        rows = run_all(one, names(args.peers), cases, args.runs, args.json, broker)
     report(rows, summary(rows, ("peer", "query"), METRICS, all_of=("exact",)), args.json)
 
 

@@ -49,6 +49,7 @@ from confluent_kafka import Producer
 from sps_twitter import operators as twitter
 
 from benchmarks.harness import engines
+from benchmarks.harness.broker import add_warm_flag, ready_broker
 from benchmarks.harness.collector import Collector
 from benchmarks.harness.engines import PARTITIONS, REPLICAS, ROOT, Pipeline
 from benchmarks.harness.processes import cpu_at_rest, cpu_seconds, cpu_since
@@ -197,13 +198,15 @@ def main() -> None:
     )
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--json", action="store_true")
+    add_warm_flag(ap)
     args = ap.parse_args()
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
+        broker = ready_broker(bootstrap, args.broker_warm_s)
 
         def one(peer: str, _: dict[str, str]) -> dict[str, Any]:
             return measure(peer, bootstrap, redis_url, args)
 
-        rows = run_all(one, names(args.peers), [{}], args.runs, args.json)
+        rows = run_all(one, names(args.peers), [{}], args.runs, args.json, broker)
     report(rows, summary(rows, ("peer",), METRICS), args.json)
 
 

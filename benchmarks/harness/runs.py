@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Producer
 
+from benchmarks.harness.broker import jit_seconds
 from benchmarks.harness.collector import Collector
 from benchmarks.harness.engines import Pipeline
 from benchmarks.harness.summary import lines
@@ -78,16 +79,22 @@ def run_all(
     cases: Sequence[dict[str, str]],
     runs: int,
     quiet: bool,
+    broker: int | None = None,
 ) -> list[Row]:
     """Every run's row, printed as it comes (``quiet``: on stderr, so that stdout carries
     only the JSON report). A run that raises RuntimeError is a row with its ``error``:
-    said, not hidden, and not summed."""
+    said, not hidden, and not summed. ``broker``: the local broker's pid, whose JIT
+    compile seconds over the run each row then carries (``broker_jit_s``)."""
     rows = []
     for run, case, peer in alternating(runs, peers, cases):
+        jit0 = jit_seconds(broker)
         try:
             row = {**measure(peer, case), "run": run}
         except RuntimeError as exc:
             row = {"peer": peer, **case, "run": run, "error": str(exc)}
+        jit1 = jit_seconds(broker)
+        if jit0 is not None and jit1 is not None:
+            row["broker_jit_s"] = round(jit1 - jit0, 2)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr if quiet else sys.stdout, flush=True)
     return rows

@@ -36,20 +36,15 @@ from elastic_sps.services.dataplane.replica import run_group
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
+from tests.support.step_after import step_after
 
 pytestmark = pytest.mark.integration
 
-DOC = {
-    "source": {"topics": ["SOURCE"], "format": "json", "id": "field:id", "key": "field:key",
-               "time": "field:t"},
-    "operators": [
-        {"name": "step", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
-         "max_replicas": 2},
-        {"name": "after", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
-         "max_replicas": 2, "chain": False},
-    ],
-    "edges": [{"from": "source", "to": "step"}, {"from": "step", "to": "after"}],
-}  # fmt: skip
+
+def entry_doc(source: str) -> dict[str, Any]:
+    """The pipeline with ``source`` the orders' topic (id, key and event time by field)."""
+    return step_after({"topics": [source], "format": "json", "id": "field:id",
+                       "key": "field:key", "time": "field:t"})  # fmt: skip
 
 
 def raw_records(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, bytes]]:
@@ -117,7 +112,7 @@ def entry_run(kafka_bootstrap: str, redis_url: str, tmp_path_factory: Any) -> di
     once that one is idle again, a resize ends the epoch."""
     tag = f"en{uuid.uuid4().hex[:6]}"
     source = f"{tag}.orders"
-    doc = json.loads(json.dumps(DOC).replace("SOURCE", source))
+    doc = entry_doc(source)
     path = tmp_path_factory.mktemp("entry") / "entry.yaml"
     path.write_text(yaml.safe_dump({**doc, "name": tag}))
     topics = {"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"}
@@ -238,8 +233,7 @@ def test_a_resize_hands_source_partitions_over_inside_the_task(
     tag = f"mv{uuid.uuid4().hex[:6]}"
     source = f"{tag}.orders"
     path = tmp_path / "move.yaml"
-    path.write_text(yaml.safe_dump({**json.loads(json.dumps(DOC).replace("SOURCE", source)),
-                                    "name": tag}))  # fmt: skip
+    path.write_text(yaml.safe_dump({**entry_doc(source), "name": tag}))
     settings = DataplaneSettings(
         kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
         admission="entry", track_ids=True, task_window_s=60.0,

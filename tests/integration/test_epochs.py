@@ -29,18 +29,11 @@ from elastic_sps.services.dataplane.replica import Epoch, Replica, run_windowed
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
+from tests.support.step_after import step_after
 
 pytestmark = pytest.mark.integration
 
-DOC = {
-    "operators": [
-        {"name": "step", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
-         "max_replicas": 2},
-        {"name": "after", "code": "tests.support.engine_ops:relabel", "et_ms": 0.1,
-         "max_replicas": 2, "chain": False},
-    ],
-    "edges": [{"from": "source", "to": "step"}, {"from": "step", "to": "after"}],
-}  # fmt: skip
+DOC = step_after()
 
 
 class Declared:

@@ -1,5 +1,6 @@
-"""The harnesses behind headline figures: ``Foresight`` (the control bound) and the
-comparisons' CPU accounting by process (``benchmarks.harness.processes.cpu_seconds``)."""
+"""The harnesses behind headline figures: ``Foresight`` (the control bound), the
+comparisons' CPU accounting by process (``benchmarks.harness.processes.cpu_seconds``) and
+the broker's JIT seconds each row carries (``benchmarks.harness.broker``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import time
 import pytest
 
 from benchmarks.bench_control import Foresight
+from benchmarks.harness import runs
+from benchmarks.harness.broker import parse_jit_seconds
 from benchmarks.harness.processes import cpu_seconds
 
 pytestmark = pytest.mark.unit
@@ -117,3 +120,37 @@ def test_rescales_summary_shares_ds2s_rescales_and_places_each_on_its_frontier()
         "at_most_half": True,
         "on_or_below_ds2": True,
     }
+
+
+# ``jcmd <pid> PerfCounter.print`` as Java 17 prints it (other counters cut)
+PERF_COUNTERS = """\
+java.ci.totalTime=24671624989
+java.cls.loadedBytes=7433728
+sun.ci.lastMethod="kafka/server/ReplicaManager fetchMessages"
+sun.os.hrt.frequency=1000000000
+"""
+
+
+def test_the_brokers_jit_seconds_come_from_its_compile_ticks_over_their_frequency():
+    assert parse_jit_seconds(PERF_COUNTERS) == pytest.approx(24.671624989)
+    assert parse_jit_seconds(PERF_COUNTERS.replace("1000000000", "2000000000")) == (
+        pytest.approx(12.3358124945)
+    )
+
+
+def test_no_jit_seconds_without_both_counters():
+    assert parse_jit_seconds("sun.os.hrt.frequency=1000000000\n") is None
+    assert parse_jit_seconds("java.ci.totalTime=5\n") is None
+    assert parse_jit_seconds("") is None
+
+
+def test_run_all_gives_each_row_the_brokers_jit_seconds_over_that_run(monkeypatch):
+    readings = iter([10.0, 12.5, 12.5, 13.0])  # before and after each of two runs
+    monkeypatch.setattr(runs, "jit_seconds", lambda pid: next(readings))
+    rows = runs.run_all(lambda peer, case: {"peer": peer}, ["a", "b"], [{}], 1, True, 4242)
+    assert [(r["peer"], r["broker_jit_s"]) for r in rows] == [("a", 2.5), ("b", 0.5)]
+
+
+def test_run_all_leaves_the_jit_out_when_it_cannot_be_read():
+    rows = runs.run_all(lambda peer, case: {"peer": peer}, ["a"], [{}], 1, True, None)
+    assert "broker_jit_s" not in rows[0]
