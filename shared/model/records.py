@@ -19,6 +19,7 @@ with the reason and goes on.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -158,9 +159,11 @@ class SourceSpec:
 Paths = tuple[tuple[str, ...], ...]
 
 
+@functools.lru_cache(maxsize=1024)
 def paths(spec: str) -> Paths:
     """``field:a.b|c.d``: the dotted paths to try in turn (records of several shapes on
-    one topic, as Nexmark's persons, auctions and bids)."""
+    one topic, as Nexmark's persons, auctions and bids). Cached: an operator's key paths
+    are asked for per event (``Operator.key_path``)."""
     if not spec.startswith("field:"):
         return ()
     return tuple(tuple(alt.split(".")) for alt in spec[len("field:") :].split("|"))
