@@ -129,15 +129,17 @@ PEERS: dict[str, Callable[..., Pipeline]] = {
 
 class Phase:
     """One phase's events (event time from ``base_ms`` at ``rate`` events/s), what the
-    reference expects of the windows they close, and their produce times once fed."""
+    reference expects of the windows they fall in, and their produce times once fed."""
 
     def __init__(self, query: str, n: int, rate: float, base_ms: int, seed: int) -> None:
         self.query = query
         self.events = list(Generator(rate, seed=seed, base_ms=base_ms).events(n))
         self.last_ms = max(_time_ms(e) for e in self.events)
-        self.expected = [
-            r for r in reference(query, self.events) if r["window_end"] <= self.last_ms
-        ]
+        # every window the events fall in, so that waiting for them waits for every event:
+        # the flush's first bids, FLUSH_STEP_MS after the last event, close the last one
+        # and fall in none of them
+        horizon = self.last_ms + FLUSH_STEP_MS
+        self.expected = [r for r in reference(query, self.events) if r["window_end"] <= horizon]
         self.windows = Counter(r["window_start"] for r in self.expected)
         self.sent: list[tuple[int, float]] = []  # (event time, produce time), in event time
 

@@ -13,10 +13,13 @@ pytestmark = pytest.mark.unit
 T0 = 1_700_000_000_000
 
 
-def test_a_phase_expects_only_the_windows_its_own_events_close():
+def test_a_phase_expects_every_window_its_events_fall_in():
     phase = Phase("q7", 2_500, 100.0, T0, seed=4)  # 25 s of event time: 10 s windows
-    assert phase.last_ms < T0 + 25_000
-    assert sorted(phase.windows) == [T0, T0 + 10_000]  # [20 s, 30 s) is still open
+    assert T0 + 20_000 < phase.last_ms < T0 + 25_000
+    # [20 s, 30 s) too: its events are part of the phase; the flush closes it
+    assert sorted(phase.windows) == [T0, T0 + 10_000, T0 + 20_000]
+    short = Phase("q7", 500, 100.0, T0, seed=4)  # 5 s: no window closed by its own events
+    assert sorted(short.windows) == [T0]
 
 
 def test_the_flush_reaches_every_partition_of_a_keyed_stage_and_follows_the_events():
