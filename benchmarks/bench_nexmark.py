@@ -254,7 +254,7 @@ def main() -> None:
         def one(peer: str, case: dict[str, str]) -> dict[str, Any]:
             return measure(peer, case["query"], bootstrap, redis_url, args)
 
-        rows = run_all(one, names(args.peers), cases, args.runs, args.json, broker)
+        rows = run_all(one, names(args.peers), cases, args.runs, args.json, broker, args.warm_runs)
     report(rows, summary(rows, ("peer", "query"), METRICS, all_of=("exact",)), args.json)
 
 

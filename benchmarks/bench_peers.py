@@ -206,7 +206,7 @@ def main() -> None:
         def one(peer: str, _: dict[str, str]) -> dict[str, Any]:
             return measure(peer, bootstrap, redis_url, args)
 
-        rows = run_all(one, names(args.peers), [{}], args.runs, args.json, broker)
+        rows = run_all(one, names(args.peers), [{}], args.runs, args.json, broker, args.warm_runs)
     report(rows, summary(rows, ("peer",), METRICS), args.json)
 
 

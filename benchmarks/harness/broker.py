@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from elastic_sps.io.kafka_admin import ensure_topics
 
@@ -90,26 +90,31 @@ class WarmUp:
 def warm_broker(
     bootstrap: str, max_s: float = 180.0, step_s: float = WARM_STEP_S, rate: float = 8000.0
 ) -> WarmUp:
-    """Records through a throwaway topic (an idempotent producer, a group consumer
-    committing, as the engines use the broker) in steps of ``step_s``, until a step's
+    """Records through two throwaway topics in steps of ``step_s`` (the engines' request
+    mix: two idempotent producers writing both topics, a group consumer committing, an
+    assigned one with a short fetch wait, partition ends asked for), until a step's
     compile time has been under ``WARM_QUIET`` of it ``WARM_QUIET_STEPS`` times in a row,
     or ``max_s``. Without a readable JIT counter it runs ``max_s``."""
-    topic = f"warm-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, [topic], partitions=WARM_PARTITIONS)
+    tag = f"warm-{uuid.uuid4().hex[:8]}"
+    topics = [f"{tag}.a", f"{tag}.b"]
+    ensure_topics(bootstrap, topics, partitions=WARM_PARTITIONS)
     pid = broker_pid(bootstrap)
     conf = {"bootstrap.servers": bootstrap}
-    producer = Producer({**conf, "linger.ms": 5, "enable.idempotence": True})
-    consumer = Consumer({**conf, "group.id": topic, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
+    producers = [Producer({**conf, "linger.ms": 5, "enable.idempotence": True}) for _ in "ab"]
+    grouped = Consumer({**conf, "group.id": tag, "auto.offset.reset": "earliest"})
+    grouped.subscribe([topics[0]])
+    assigned = Consumer({**conf, "group.id": f"{tag}-assigned", "fetch.wait.max.ms": 50})
+    assigned.assign([TopicPartition(topics[1], j, 0) for j in range(WARM_PARTITIONS)])
     t0, jit0 = time.monotonic(), jit_seconds(pid)
     moved, quiet = 0, 0
     try:
         while time.monotonic() - t0 < max_s and quiet < WARM_QUIET_STEPS:
             before = jit_seconds(pid)
-            moved += _step(producer, consumer, topic, step_s, rate)
+            moved += _step(producers, [grouped, assigned], topics, step_s, rate)
             quiet = quiet + 1 if _quiet(before, jit_seconds(pid), step_s) else 0
     finally:
-        consumer.close()
+        grouped.close()
+        assigned.close()
     end = jit_seconds(pid)
     spent = None if jit0 is None or end is None else round(end - jit0, 2)
     done = WarmUp(round(time.monotonic() - t0, 1), moved, spent, quiet >= WARM_QUIET_STEPS)
@@ -121,18 +126,31 @@ def _quiet(before: float | None, after: float | None, step_s: float) -> bool:
     return before is not None and after is not None and after - before < WARM_QUIET * step_s
 
 
-def _step(producer: Producer, consumer: Consumer, topic: str, seconds: float, rate: float) -> int:
-    """``rate`` records a second for ``seconds``, each read back meanwhile."""
+def _step(
+    producers: list[Producer],
+    consumers: list[Consumer],
+    topics: list[str],
+    seconds: float,
+    rate: float,
+) -> int:
+    """``rate`` records a second for ``seconds``, spread over the producers, topics and
+    partitions, each read back meanwhile; then every partition's ends, once."""
     body = b'{"warm": "' + b"x" * 160 + b'"}'
     t0, sent, got = time.monotonic(), 0, 0
     while (now := time.monotonic()) - t0 < seconds:
         due = int((now - t0) * rate) - sent
-        for k in range(max(0, due)):
-            producer.produce(topic, body, partition=(sent + k) % WARM_PARTITIONS)
+        for k in range(sent, sent + max(0, due)):
+            producer = producers[k % len(producers)]
+            producer.produce(topics[k // 2 % 2], body, partition=k // 4 % WARM_PARTITIONS)
         sent += max(0, due)
-        producer.poll(0)
-        got += len(consumer.consume(num_messages=1000, timeout=0.01))
-    producer.flush(10)
+        for producer in producers:
+            producer.poll(0)
+        got += sum(len(c.consume(num_messages=1000, timeout=0.005)) for c in consumers)
+    for producer in producers:
+        producer.flush(10)
+    for topic in topics:
+        for j in range(WARM_PARTITIONS):
+            consumers[1].get_watermark_offsets(TopicPartition(topic, j), timeout=10)
     return sent + got
 
 
@@ -143,6 +161,13 @@ def add_warm_flag(ap: argparse.ArgumentParser) -> None:
         default=180.0,
         help="before the first run, warm the broker until its JIT is quiet, at most this "
         "long (0: not)",
+    )
+    ap.add_argument(
+        "--warm-runs",
+        type=int,
+        default=0,
+        help="unmeasured rounds of every peer before the measured ones (their rows printed "
+        "with a negative run, not summed): the broker's JIT on the engines' own requests",
     )
 
 

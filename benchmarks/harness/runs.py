@@ -80,22 +80,25 @@ def run_all(
     runs: int,
     quiet: bool,
     broker: int | None = None,
+    warm_runs: int = 0,
 ) -> list[Row]:
     """Every run's row, printed as it comes (``quiet``: on stderr, so that stdout carries
     only the JSON report). A run that raises RuntimeError is a row with its ``error``:
     said, not hidden, and not summed. ``broker``: the local broker's pid, whose JIT
-    compile seconds over the run each row then carries (``broker_jit_s``)."""
+    compile seconds over the run each row then carries (``broker_jit_s``).
+    ``warm_runs``: rounds of every peer first, printed (a negative ``run``), not returned."""
     rows = []
-    for run, case, peer in alternating(runs, peers, cases):
+    for run, case, peer in alternating(warm_runs + runs, peers, cases):
         jit0 = jit_seconds(broker)
         try:
-            row = {**measure(peer, case), "run": run}
+            row = {**measure(peer, case), "run": run - warm_runs}
         except RuntimeError as exc:
-            row = {"peer": peer, **case, "run": run, "error": str(exc)}
+            row = {"peer": peer, **case, "run": run - warm_runs, "error": str(exc)}
         jit1 = jit_seconds(broker)
         if jit0 is not None and jit1 is not None:
             row["broker_jit_s"] = round(jit1 - jit0, 2)
-        rows.append(row)
+        if run >= warm_runs:
+            rows.append(row)
         print(json.dumps(row), file=sys.stderr if quiet else sys.stdout, flush=True)
     return rows
 

@@ -154,3 +154,15 @@ def test_run_all_gives_each_row_the_brokers_jit_seconds_over_that_run(monkeypatc
 def test_run_all_leaves_the_jit_out_when_it_cannot_be_read():
     rows = runs.run_all(lambda peer, case: {"peer": peer}, ["a"], [{}], 1, True, None)
     assert "broker_jit_s" not in rows[0]
+
+
+def test_warm_runs_measure_every_peer_first_and_leave_their_rows_out():
+    calls: list[str] = []
+
+    def measure(peer: str, case: dict) -> dict:
+        calls.append(peer)
+        return {"peer": peer}
+
+    rows = runs.run_all(measure, ["a", "b"], [{}], 1, True, None, warm_runs=1)
+    assert calls == ["a", "b", "b", "a"]  # the warm round, then the measured one reversed
+    assert [(r["peer"], r["run"]) for r in rows] == [("b", 0), ("a", 0)]
