@@ -97,8 +97,7 @@ def _positive(value: Any, where: str) -> float:
 @functools.lru_cache(maxsize=4096, typed=True)
 def _bounds(start: float, size_s: float) -> tuple[float, float]:
     """A window's [start, end) without float noise; cached: consecutive events mostly fall
-    in the same windows, and rounding each bound per event was a tenth of a hopping
-    window's per-event work."""
+    in the same windows, and each is asked for twice per event."""
     return _clean(start), _clean(start + size_s)
 
 
