@@ -28,7 +28,8 @@ flush) and each ending with a flush (bids on 32 auctions every 10 s of event tim
 1. warm-up, unmeasured: ``--warm-seconds`` paced at ``--warm-rate``;
 2. saturation: ``--events`` produced at once (event time at ``--event-rate``): events/s
    from the first produce to the last row of a window closed by the flush, and events/s
-   a core (events / CPU seconds of every process of the run but the benchmark's own);
+   a core (events / CPU seconds of every process of the run but the benchmark's own),
+   and those CPU seconds by role (``saturation_cpu_ms_per_event_by_role``);
 3. half load: paced at half that run's saturation rate for ``--seconds``, event time at
    the same pace: each row's latency is the time it was first read from the sink's topic
    minus the produce time of the first event at or past its window's end (the event that
@@ -202,7 +203,8 @@ def measure(
         cpu0, t0 = cpu_seconds(), time.time()
         burst.feed(producer, pipe.src, None)
         last = collector.wait_for_windows(burst.windows, pipe, args.timeout)
-        engine_cpu = sum(v for k, v in cpu_since(cpu0).items() if k != "bench")
+        burst_cpu = {k: v for k, v in cpu_since(cpu0).items() if k != "bench"}
+        engine_cpu = sum(burst_cpu.values())
         eps = args.events / (last - t0)
         rate = eps / 2
         half = Phase(query, int(rate * args.seconds), rate, burst.next_base(), 3)
@@ -216,6 +218,8 @@ def measure(
             "peer": peer, "query": query,
             "events_per_s": round(eps),
             "events_per_core_s": round(args.events / engine_cpu) if engine_cpu else None,
+            "saturation_cpu_ms_per_event_by_role": cpu_cells(burst_cpu, args.events)[
+                "cpu_ms_per_event_by_role"],
             # the half-load phase's rows, which always has windows
             **latency_cells(verdicts[-1][1]),
             "latency_rows": len(verdicts[-1][1]),

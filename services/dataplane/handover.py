@@ -14,13 +14,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from queue import SimpleQueue
 
 from elastic_sps.io.knowledge_base import KnowledgeBase
 from elastic_sps.io.rescale_timeline import record_effect
 from elastic_sps.io.state_store import state_bytes
 from elastic_sps.model.keyed import groups_of_partition, moved_partitions, owner
 from elastic_sps.model.operator import Operator
+from elastic_sps.services.dataplane.feed import Feed
 from elastic_sps.services.dataplane.group import GroupRun
 
 WAKE = object()  # a feed item that only wakes its replica (a partition it waits for is free)
@@ -33,7 +33,7 @@ class HandOver:
 
     partition: int
     owner: int
-    to: SimpleQueue  # the new owner's feed: woken once the partition is free
+    to: Feed  # the new owner's feed: woken once the partition is free
     done: threading.Event = field(default_factory=threading.Event)
     next_offset: int = 0
 
@@ -62,12 +62,12 @@ class KeyedMoves:
         self,
         g: GroupRun,
         active: int,
-        queues: dict[int, SimpleQueue],
-        spawn: Callable[[int], SimpleQueue],
+        queues: dict[int, Feed],
+        spawn: Callable[[int], Feed],
     ) -> None:
         self.g, self.active, self.queues, self.spawn = g, active, queues, spawn
 
-    def __call__(self, feeds: dict[int, SimpleQueue]) -> None:
+    def __call__(self, feeds: dict[int, Feed]) -> None:
         if self.g.o.settings.fixed_replicas:
             return
         count = self.g.kb.active(self.g.op)

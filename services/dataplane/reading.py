@@ -6,19 +6,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from queue import SimpleQueue
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.kafka_io import take_ready
+from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed
 from elastic_sps.services.dataplane.handover import KeyedMoves
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.worker import WORKER
-
-WINDOW_END = object()  # the feed's last item: the window is over
 
 
 def consumer_for(o: SourceOptions, topic: str) -> Consumer:
@@ -137,14 +135,14 @@ READ_AHEAD_S = 0.5
 
 
 def read_ahead(et_s: float) -> int:
-    """Items a feed may hold before its partitions pause: ``READ_AHEAD_S`` of the
+    """Records a feed may hold before its partitions pause: ``READ_AHEAD_S`` of the
     operator's work, never under one read."""
     return max(READ_MAX, int(READ_AHEAD_S / et_s)) if et_s > 0 else 50 * READ_MAX
 
 
 @dataclass
 class ReadAhead:
-    """Pauses the partitions of a feed that holds more than ``limit`` items, resumes them
+    """Pauses the partitions of a feed that holds more than ``limit`` records, resumes them
     once it is down to half (the consumer goes on from the next offset not handed on)."""
 
     consumer: Consumer
@@ -152,8 +150,8 @@ class ReadAhead:
     limit: int
     paused: set[int] = field(default_factory=set)
 
-    def apply(self, feeds: dict[int, SimpleQueue]) -> None:
-        sizes = {id(q): q.qsize() for q in feeds.values()}
+    def apply(self, feeds: dict[int, Feed]) -> None:
+        sizes = {id(q): q.records() for q in feeds.values()}
         full = {j for j, q in feeds.items() if sizes[id(q)] > self.limit} - self.paused
         low = {j for j in self.paused if sizes[id(feeds[j])] <= self.limit // 2}
         if full:
@@ -164,10 +162,29 @@ class ReadAhead:
         self.paused -= low
 
 
+def _hand_on(topic: str, msgs: list[Any], feeds: dict[int, Feed]) -> None:
+    """A read's records to their partitions' feeds, a batch per partition."""
+    batches: dict[int, list[Any]] = {}
+    for msg in msgs:
+        err = msg.error()
+        if err is not None:
+            if err.code() != KafkaError._PARTITION_EOF:
+                raise RuntimeError(f"{topic}[{msg.partition()}]: {err}")
+            continue
+        j = msg.partition() or 0
+        if j in batches:
+            batches[j].append(msg)
+        else:
+            batches[j] = [msg]
+    at = time.perf_counter()
+    for j, records in batches.items():
+        feeds[j].put_batch(Batch(records, at))
+
+
 def feed_window(
     o: SourceOptions,
     topic: str,
-    feeds: dict[int, SimpleQueue],
+    feeds: dict[int, Feed],
     starts: dict[int, int],
     deadline: float,
     stop: Callable[[], bool] = lambda: False,
@@ -176,10 +193,11 @@ def feed_window(
     ahead: int = 50 * READ_MAX,
 ) -> None:
     """Read the live slots' partitions from ``starts`` until ``deadline``, or until
-    ``stop`` says the epoch must end, handing each record to its slot with its arrival
-    time; between reads ``moves`` may hand partitions to other replicas (it reroutes
-    ``feeds``), and ``reads`` learns the partitions' ends and what each read took; a
-    feed holds at most about ``ahead`` items (``ReadAhead``). Always ends every feed."""
+    ``stop`` says the epoch must end, handing each read's records to their slots, a
+    partition's as one ``Batch`` with its arrival time; between reads ``moves`` may hand
+    partitions to other replicas (it reroutes ``feeds``), and ``reads`` learns the
+    partitions' ends and what each read took; a feed holds at most about ``ahead``
+    records (``ReadAhead``). Always ends every feed."""
     consumer = consumer_for(o, topic)
     pacing = ReadAhead(consumer, topic, ahead, reads.paused if reads is not None else set())
     asked = time.monotonic()
@@ -202,13 +220,7 @@ def feed_window(
             msgs = take_ready(consumer, READ_MAX, min(0.05, left))
             if reads is not None:
                 reads.count(msgs, began, len(msgs) < READ_MAX, starts)
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"{topic}[{msg.partition()}]: {err}")
-                    continue
-                feeds[msg.partition() or 0].put((msg, time.perf_counter()))
+            _hand_on(topic, msgs, feeds)
     finally:
         if pacing.paused:  # the worker's consumer serves the next task unpaused
             consumer.resume([TopicPartition(topic, j) for j in pacing.paused])

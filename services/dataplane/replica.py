@@ -20,18 +20,18 @@ import heapq
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from queue import Empty, SimpleQueue
+from queue import Empty
 from typing import Any
 
 from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.knowledge_base import active_count
 from elastic_sps.services.dataplane.entry_slot import EntryTask
+from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed, size
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import TaskSpan, publish
 from elastic_sps.services.dataplane.reading import (
-    WINDOW_END,
     Reads,
     feed_window,
     read_ahead,
@@ -70,7 +70,7 @@ class Replica:
         self.g, self.id = g, replica_id
         self.clock = Occupancy(g.cost_mode, g.op.et_s)
         self.runs: dict[int, SlotRun] = {}
-        self.waiting: dict[int, tuple[HandOver, list[tuple[Any, float]]]] = {}
+        self.waiting: dict[int, tuple[HandOver, list[Batch]]] = {}
         self.deadline = 0.0  # the epoch's (monotonic)
 
     def add(self, slot: Slot) -> SlotRun:
@@ -91,7 +91,7 @@ class Replica:
             run = self.runs[s.replica]
             run.res.next_offset = max(run.res.next_offset, s.end)
 
-    def serve_feed(self, feed: SimpleQueue, epoch: Epoch) -> None:
+    def serve_feed(self, feed: Feed, epoch: Epoch) -> None:
         """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint
         when one is due, whether or not anything arrived."""
         self.deadline = epoch.deadline
@@ -117,15 +117,17 @@ class Replica:
         return min(due, default=None)
 
     def take_in(self, chunk: list[Any]) -> None:
+        """A chunk of feed items: every batch's state read ahead in one trip per
+        partition, then each item in order."""
         by_partition: dict[int, list[Any]] = {}
         moving: set[int] = set()  # records after a hand-over item are the next run's
         for item in chunk:
             if isinstance(item, Release | Acquire):
                 moving.add(item.move.partition)
-            elif isinstance(item, tuple):
-                j = item[0].partition() or 0
+            elif isinstance(item, Batch):
+                j = _partition(item)
                 if j in self.runs and j not in moving:
-                    by_partition.setdefault(j, []).append(item[0])
+                    by_partition.setdefault(j, []).extend(item.records)
         for j, msgs in by_partition.items():
             self.runs[j].prefetch(msgs)
         for item in chunk:
@@ -133,14 +135,15 @@ class Replica:
                 self.release(item.move)
             elif isinstance(item, Acquire):
                 self.waiting[item.move.partition] = (item.move, [])
-            elif isinstance(item, tuple):
-                msg, arrived = item
-                j = msg.partition() or 0
+            elif isinstance(item, Batch):
+                j = _partition(item)
                 if j in self.waiting:
                     self.waiting[j][1].append(item)
                     continue
-                self.clock.arrive(arrived)
-                self.runs[j].handle(msg)
+                self.clock.arrive(item.at)
+                handle = self.runs[j].handle
+                for msg in item.records:
+                    handle(msg)
 
     def release(self, move: HandOver) -> None:
         """A partition leaves: what was handed to it so far committed, then freed. One
@@ -167,10 +170,11 @@ class Replica:
                 continue
             del self.waiting[j]
             run = self.add(Slot(j, move.next_offset, move.next_offset, owner=self.id))
-            run.prefetch([msg for msg, _ in held])
-            for msg, arrived in held:
-                self.clock.arrive(arrived)
-                run.handle(msg)
+            run.prefetch([msg for batch in held for msg in batch.records])
+            for batch in held:
+                self.clock.arrive(batch.at)
+                for msg in batch.records:
+                    run.handle(msg)
 
     def finish(self) -> list[SlotResult]:
         """Partitions still waiting when the epoch ends are not this task's: their old
@@ -183,7 +187,7 @@ def serve_replica(
     replica_id: int,
     slots: list[Slot],
     records: dict[int, list[Any]],
-    feed: SimpleQueue | None = None,
+    feed: Feed | None = None,
     epoch: Epoch | None = None,
 ) -> list[SlotResult]:
     """One replica's planned ranges, then, with an epoch, what arrives on ``feed`` until
@@ -228,12 +232,14 @@ def _produced_at(msg: Any) -> int:
     return int(msg.timestamp()[1])
 
 
-def _take(
-    feed: SimpleQueue, epoch: Epoch, wake_at: float | None = None
-) -> list[tuple[Any, float]] | None:
-    """What waits on ``feed`` (at most ``CHUNK``; none when a checkpoint falls due, or
-    ``wake_at`` (monotonic) comes, first); None: the epoch is over (an event taken after
-    the deadline is left for the next task)."""
+def _partition(batch: Batch) -> int:
+    return batch.records[0].partition() or 0
+
+
+def _take(feed: Feed, epoch: Epoch, wake_at: float | None = None) -> list[Any] | None:
+    """What waits on ``feed`` (taking stops once ``CHUNK`` records are in; none when a
+    checkpoint falls due, or ``wake_at`` (monotonic) comes, first); None: the epoch is
+    over (an event taken after the deadline is left for the next task)."""
     now = time.monotonic()
     wait = epoch.wait_s(now)
     if wake_at is not None:
@@ -244,8 +250,8 @@ def _take(
         return [] if time.monotonic() <= epoch.deadline else None
     if item is WINDOW_END or time.monotonic() > epoch.deadline:
         return None
-    chunk = [item]
-    while len(chunk) < CHUNK:
+    chunk, records = [item], size(item)
+    while records < CHUNK:
         try:
             item = feed.get_nowait()
         except Empty:
@@ -254,6 +260,8 @@ def _take(
             feed.put(item)  # seen again by the next take: the window is over
             break
         chunk.append(item)
+        records += size(item)
+    feed.took(records)
     return chunk
 
 
@@ -309,11 +317,11 @@ def run_windowed(
     task. ``moves_in_task``: this task serves every partition of a keyed operator, so
     a new count is handed over inside it (``handover``)."""
     every = g.o.settings.checkpoint_s
-    queues: dict[int, SimpleQueue] = {}
+    queues: dict[int, Feed] = {}
     futures = []
 
-    def start(replica_id: int, own: list[Slot]) -> SimpleQueue | None:
-        feed = None if own and own[0].drain else queues.setdefault(replica_id, SimpleQueue())
+    def start(replica_id: int, own: list[Slot]) -> Feed | None:
+        feed = None if own and own[0].drain else queues.setdefault(replica_id, Feed())
         args = (g, replica_id, own, records, feed, Epoch(deadline, every))
         futures.append(threads().submit(serve_replica, *args))
         return feed
@@ -323,7 +331,7 @@ def run_windowed(
     feeds = {s.replica: queues[s.replica_id] for s in slots if not s.drain}
     starts = {s.replica: s.end for s in slots if not s.drain}
 
-    def spawn(replica_id: int) -> SimpleQueue:
+    def spawn(replica_id: int) -> Feed:
         feed = start(replica_id, [])
         assert feed is not None
         return feed

@@ -17,7 +17,9 @@ class BadEvent(ValueError):
     """An event an operator cannot take; the message is the dead-letter reason."""
 
 
-@dataclass(frozen=True)
+# slots, not frozen: a frozen dataclass sets each field through ``object.__setattr__``,
+# about three times the cost of building one, and one is built per event per operator
+@dataclass(slots=True)
 class Envelope:
     id: str
     ts: float  # when the producer sent it (epoch seconds): end-to-end latency starts here
@@ -26,6 +28,10 @@ class Envelope:
     adm: float | None = None  # when the ingress admitted it: queuing latency starts here
     lasc: float | None = None  # LAS: the shedder's Ĉ (estimated completion, epoch s)
     evt: float | None = None  # the event's own time (``source.time``), if not ``ts``
+
+    def admitted(self, adm: float, lasc: float | None = None) -> Envelope:
+        """This event as admitted at ``adm`` (``lasc``: a LAS probe's predicted end)."""
+        return Envelope(self.id, self.ts, self.src, self.payload, adm, lasc, self.evt)
 
     @property
     def event_time(self) -> float:

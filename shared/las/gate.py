@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -240,7 +240,7 @@ class Gate:
         if not parsed:
             return []
         if self.las is None:
-            return [replace(ev, adm=now) for ev, _ in parsed]
+            return [ev.admitted(now) for ev, _ in parsed]
         keyed = [(i, key_to_int(k)) for i, (_, k) in enumerate(parsed) if k is not None]
         drop = np.zeros(len(parsed), dtype=bool)
         carry: dict[int, float] = {}
@@ -255,6 +255,5 @@ class Gate:
             else:
                 drop[i] = True
         return [
-            None if drop[i] else replace(ev, adm=now, lasc=carry.get(i))
-            for i, (ev, _) in enumerate(parsed)
+            None if drop[i] else ev.admitted(now, carry.get(i)) for i, (ev, _) in enumerate(parsed)
         ]

@@ -44,7 +44,7 @@ from elastic_sps.pipeline.stateful import (
 Emitted = tuple[str | None, str, Any]  # (successor, None: every one; output id; payload)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built per event (``envelope.Envelope`` says why)
 class Event:
     id: str
     payload: Any

@@ -22,6 +22,7 @@ from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
 from elastic_sps.pipeline.failures import OperatorFailing
+from elastic_sps.services.dataplane.feed import Batch
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
@@ -35,13 +36,13 @@ pytestmark = pytest.mark.integration
 OPS = "tests.support.engine_ops"
 
 
-def event(offset: int, event_id: str, evt: float, **payload: Any) -> tuple[Any, float]:
+def event(offset: int, event_id: str, evt: float, **payload: Any) -> Batch:
     body = Envelope(event_id, time.time(), "source", payload, evt=evt).encode()
-    return Record(0, offset, body), time.perf_counter()
+    return Batch([Record(0, offset, body)], time.perf_counter())
 
 
-def declared(offset: int, wm: float) -> tuple[Any, float]:
-    return Record(0, offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
+def declared(offset: int, wm: float) -> Batch:
+    return Batch([Record(0, offset, Declaration("source", 0, 1, wm).encode())], time.perf_counter())
 
 
 def group_of(
@@ -62,7 +63,7 @@ def group_of(
     return GroupRun(SourceOptions.build(resolved, topo, [name], "none"), name, 1)
 
 
-def serve(g: GroupRun, records: list[tuple[Any, float]]) -> None:
+def serve(g: GroupRun, records: list[Batch]) -> None:
     replica = Replica(g, 0)
     replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
     replica.take_in(records)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from queue import SimpleQueue
 from typing import Any
 
 import pytest
@@ -20,11 +19,11 @@ from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declaration
 from elastic_sps.model import topology
 from elastic_sps.pipeline.failures import OperatorFailing
+from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.reading import WINDOW_END
 from elastic_sps.services.dataplane.replica import Epoch, Replica, run_windowed
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
@@ -71,8 +70,8 @@ def group_of(doc: dict, name: str, bootstrap: str, redis_url: str, tmp_path: Any
     return GroupRun(SourceOptions.build(settings, topo, [name], "none"), name, 1)
 
 
-def declared(offset: int, wm: float) -> tuple[Any, float]:
-    return Record(0, offset, Declaration("source", 0, 1, wm).encode()), time.perf_counter()
+def declared(offset: int, wm: float) -> Batch:
+    return Batch([Record(0, offset, Declaration("source", 0, 1, wm).encode())], time.perf_counter())
 
 
 def test_a_held_back_declaration_goes_out_while_the_feed_is_quiet(
@@ -83,7 +82,7 @@ def test_a_held_back_declaration_goes_out_while_the_feed_is_quiet(
     g.producer.produce = sent.produce  # type: ignore[method-assign]  # this test's producer
     replica = Replica(g, 0)
     replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
-    feed: SimpleQueue = SimpleQueue()
+    feed = Feed()
     # the source's watermark twice in a row: the first goes at once, the second is held
     # back by the interval; then nothing more arrives for the rest of a long epoch
     feed.put(declared(0, 10.0))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from queue import SimpleQueue
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.state_store import PartitionStore
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
+from elastic_sps.services.dataplane.feed import Batch, Feed
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
@@ -46,10 +46,10 @@ DOC = {
 }
 
 
-def record(partition: int, offset: int, key: str, v: int) -> tuple[Any, float]:
+def record(partition: int, offset: int, key: str, v: int) -> Batch:
     payload = {"k": key, "v": v, "sent": time.time()}
     body = Envelope(f"{key}-{offset}", time.time(), "source", payload).encode()
-    return Record(partition, offset, body, key.encode()), time.perf_counter()
+    return Batch([Record(partition, offset, body, key.encode())], time.perf_counter())
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_a_moved_partition_continues_where_its_old_owner_committed(group: GroupR
     old, new = Replica(g, 0), Replica(g, 1)
     old.serve_planned([Slot(j, 0, 0, owner=0) for j in range(POOL)], {j: [] for j in range(4)})
     old.take_in([record(2, 0, "a", 5), record(2, 1, "a", 7), record(0, 0, "b", 1)])
-    move = HandOver(2, 1, SimpleQueue())
+    move = HandOver(2, 1, Feed())
     # the new owner hears of the move, and gets the partition's next record, first
     new.take_in([Acquire(move), record(2, 2, "a", 11)])
     new.adopt_released()
@@ -98,7 +98,7 @@ def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: Gro
     a, b, c = Replica(g, 0), Replica(g, 1), Replica(g, 2)
     a.serve_planned([Slot(3, 0, 0, owner=0)], {3: []})
     b.deadline = c.deadline = time.monotonic() + 30
-    first, second = HandOver(3, 1, SimpleQueue()), HandOver(3, 2, SimpleQueue())
+    first, second = HandOver(3, 1, Feed()), HandOver(3, 2, Feed())
     a.take_in([record(3, 0, "z", 1)])
     b.take_in([Acquire(first), record(3, 1, "z", 2)])
     c.take_in([Acquire(second), record(3, 2, "z", 4)])
@@ -112,11 +112,11 @@ def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: Gro
 
 def test_the_reader_reroutes_the_moving_partitions_and_records_the_move(group: GroupRun) -> None:
     g = group
-    q0: SimpleQueue = SimpleQueue()
-    spawned: dict[int, SimpleQueue] = {}
+    q0: Feed = Feed()
+    spawned: dict[int, Feed] = {}
 
-    def spawn(replica_id: int) -> SimpleQueue:
-        spawned[replica_id] = SimpleQueue()
+    def spawn(replica_id: int) -> Feed:
+        spawned[replica_id] = Feed()
         return spawned[replica_id]
 
     moves = KeyedMoves(g, 1, {0: q0}, spawn)

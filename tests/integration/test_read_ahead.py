@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from queue import SimpleQueue
 from typing import Any
 
 import pytest
@@ -15,8 +14,9 @@ from confluent_kafka import Producer
 
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.services.dataplane.feed import WINDOW_END, Feed
 from elastic_sps.services.dataplane.options import SourceOptions
-from elastic_sps.services.dataplane.reading import READ_MAX, WINDOW_END, feed_window
+from elastic_sps.services.dataplane.reading import READ_MAX, feed_window
 from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def test_a_feed_holds_about_its_limit_and_pausing_loses_nothing(
     producer.flush(10)
     settings = DataplaneSettings(kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url)
     o = SourceOptions.model_construct(settings=settings)
-    feed: SimpleQueue = SimpleQueue()  # one replica's, both partitions
+    feed = Feed()  # one replica's, both partitions
     done = threading.Event()
     reader = threading.Thread(
         target=lambda: (feed_window(o, topic, {0: feed, 1: feed}, {0: 0, 1: 0},
@@ -46,18 +46,19 @@ def test_a_feed_holds_about_its_limit_and_pausing_loses_nothing(
     reader.start()
     got: list[Any] = []
     deadline = time.monotonic() + 60
-    while feed.qsize() < LIMIT:  # the replica takes nothing yet: the reader runs ahead
-        assert time.monotonic() < deadline, f"read ahead {feed.qsize()} of {LIMIT}"
+    while feed.records() < LIMIT:  # the replica takes nothing yet: the reader runs ahead
+        assert time.monotonic() < deadline, f"read ahead {feed.records()} of {LIMIT}"
         time.sleep(0.05)
     time.sleep(1.0)  # ... and then stops: one read on top, per partition paused late
-    assert feed.qsize() <= LIMIT + 2 * READ_MAX
+    assert feed.records() <= LIMIT + 2 * READ_MAX
     while len(got) < RECORDS:
         assert time.monotonic() < deadline, f"{len(got)} of {RECORDS} read"
-        item = feed.get(timeout=10)
-        got.append(item)
+        batch = feed.get(timeout=10)
+        feed.took(len(batch.records))  # as a replica's take says
+        got.extend(batch.records)
     done.set()
     reader.join(10)
-    by_partition = {j: [int(m.value()) for m, _ in got if m.partition() == j] for j in (0, 1)}
+    by_partition = {j: [int(m.value()) for m in got if m.partition() == j] for j in (0, 1)}
     assert by_partition[0] == list(range(0, RECORDS, 2))  # all, once, in order
     assert by_partition[1] == list(range(1, RECORDS, 2))
     assert feed.get(timeout=5) is WINDOW_END

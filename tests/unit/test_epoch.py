@@ -6,22 +6,25 @@ deadline or at the reader's end of the window."""
 from __future__ import annotations
 
 import time
-from queue import SimpleQueue
 
 import pytest
 
-from elastic_sps.services.dataplane.reading import WINDOW_END
+from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed
 from elastic_sps.services.dataplane.replica import CHUNK, Epoch, _take, resumed
 from elastic_sps.services.dataplane.slots import Slot
 
 pytestmark = pytest.mark.unit
 
 
-def feed_of(*items: object) -> SimpleQueue:
-    q: SimpleQueue = SimpleQueue()
+def feed_of(*items: object) -> Feed:
+    q = Feed()
     for item in items:
-        q.put(item)
+        q.put_batch(item) if isinstance(item, Batch) else q.put(item)
     return q
+
+
+def batch(n: int) -> Batch:
+    return Batch(list(range(n)), 0.0)
 
 
 def test_a_checkpoint_is_due_once_its_interval_has_passed():
@@ -40,16 +43,21 @@ def test_a_take_waits_until_the_next_checkpoint_or_the_deadline_whichever_is_fir
 
 def test_what_waits_is_taken_up_to_the_end_of_the_window():
     far = Epoch(deadline=time.monotonic() + 60, checkpoint_s=30.0)
-    feed = feed_of(("a", 1.0), ("b", 2.0), WINDOW_END)  # the reader's end comes last
-    assert _take(feed, far) == [("a", 1.0), ("b", 2.0)]
+    a, b = Batch(["a"], 1.0), Batch(["b"], 2.0)
+    feed = feed_of(a, b, WINDOW_END)  # the reader's end comes last
+    assert _take(feed, far) == [a, b]
     assert _take(feed, far) is None  # the end, seen again
 
 
-def test_a_chunk_holds_at_most_chunk_records():
+def test_taking_stops_once_a_chunk_holds_chunk_records_and_the_feed_counts_them():
     far = Epoch(deadline=time.monotonic() + 60, checkpoint_s=30.0)
-    feed = feed_of(*[(i, 0.0) for i in range(CHUNK + 3)])
-    assert len(_take(feed, far) or []) == CHUNK
-    assert len(_take(feed, far) or []) == 3
+    feed = feed_of(batch(CHUNK - 1), batch(2), batch(1))
+    assert feed.records() == CHUNK + 2
+    first = _take(feed, far) or []
+    assert [len(b.records) for b in first] == [CHUNK - 1, 2]  # CHUNK + 1: a batch is whole
+    assert feed.records() == 1
+    assert [len(b.records) for b in _take(feed, far) or []] == [1]
+    assert feed.records() == 0
 
 
 def test_an_empty_feed_gives_nothing_when_a_checkpoint_is_due():
@@ -60,7 +68,7 @@ def test_an_empty_feed_gives_nothing_when_a_checkpoint_is_due():
 def test_past_the_deadline_the_epoch_is_over_and_a_late_record_is_left():
     over = Epoch(deadline=time.monotonic() - 1, checkpoint_s=1.0)
     assert _take(feed_of(), over) is None
-    assert _take(feed_of(("late", 0.0)), over) is None  # read again by the next task
+    assert _take(feed_of(batch(1)), over) is None  # read again by the next task
 
 
 def test_an_empty_feed_gives_nothing_when_a_held_declaration_may_go():
