@@ -20,7 +20,7 @@ class Batch(NamedTuple):
     at: float
 
 
-class Feed(SimpleQueue):  # type: ignore[type-arg]
+class Feed(SimpleQueue[Any]):
     """A replica's queue, counting the records in it: the reader, its one writer of
     batches, bounds what it reads ahead by them (``reading.ReadAhead``); the replica
     says what it took (``took``). Each count has one writing thread."""
