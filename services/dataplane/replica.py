@@ -156,9 +156,9 @@ class Replica:
                 return
             self.adopt_released()
         run = self.runs.pop(move.partition)
+        res = run.finish()
         if run.entry is not None:
             run.entry.released()
-        res = run.finish()
         self.g.producer.flush()
         publish(self.g, [res])
         move.released(res.next_offset)

@@ -411,6 +411,8 @@ class SlotRun:
         if self.oks:
             with self.g.guard_lock:
                 self._fold()
+        if self.entry is not None:  # the reader's last word: what it read this epoch
+            self.entry.tick(self, self.res.next_offset)
         if self.declarer is not None:
             self.declarer.flush()
         if self.keyed is not None:

@@ -270,3 +270,34 @@ def test_a_resize_hands_source_partitions_over_inside_the_task(
     assert processed == {f"o{t}" for t in range(1000, 1200)} | {f"o{t}" for t in range(2000, 2200)}
     assert kb.counts("step")["processed"] == 400  # each once
     assert kb.ingress_counts() == {"received": 400, "admitted": 400}
+
+
+def test_an_epoch_that_ends_before_its_first_tick_still_declares_what_it_read(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """A burst there before a task starts, all read and handled after the task's short
+    epoch is over (a fresh dataplane's first task serves one checkpoint interval): the
+    reader declares the burst's watermark as the task ends, so the next task, which reads
+    nothing more, declares each partition idle at it, not idle at none (the successor's
+    windows would wait for ever)."""
+    tag = f"bt{uuid.uuid4().hex[:6]}"
+    source = f"{tag}.orders"
+    path = tmp_path / "burst.yaml"
+    path.write_text(yaml.safe_dump({**entry_doc(source), "name": tag}))
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
+        admission="entry", idle_s=0.5, task_window_s=60.0,
+        topics={"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"},
+    )  # fmt: skip
+    topo = topology.load(path)
+    create_topics(settings, topo)
+    produce(kafka_bootstrap, source, 0, [10, 11, 12])
+    produce(kafka_bootstrap, source, 1, [20])
+    o = SourceOptions.build(settings, topo, ["step"], "none", (source, 2))
+    burst = (Slot(0, 0, 3, owner=0), Slot(1, 0, 1, owner=0))
+    run_group(o, "step", burst, 1, serve_s=0.001, keyed_active={"step": 1})  # over at once
+    watch = Watch(kafka_bootstrap, Keys(tag).topic("after"))
+    assert watch.now() == {0: (12.0, False), 1: (20.0, False)}  # said as the task ended
+    after = (Slot(0, 3, 3, owner=0), Slot(1, 1, 1, owner=0))
+    run_group(o, "step", after, 1, serve_s=2.0, keyed_active={"step": 1})  # reads nothing
+    assert watch.now() == {0: (12.0, True), 1: (20.0, True)}
