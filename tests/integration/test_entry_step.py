@@ -47,6 +47,24 @@ def entry_doc(source: str) -> dict[str, Any]:
                        "key": "field:key", "time": "field:t"})  # fmt: skip
 
 
+def entry_pipeline(
+    tag: str, bootstrap: str, redis_url: str, folder: Any, **settings: Any
+) -> tuple[str, DataplaneSettings, Any]:
+    """A fresh entry pipeline's source topic, settings (``settings`` over the defaults
+    here) and topology, its topics made."""
+    source = f"{tag}.orders"
+    path = folder / f"{tag}.yaml"
+    path.write_text(yaml.safe_dump({**entry_doc(source), "name": tag}))
+    resolved = DataplaneSettings(
+        kafka_bootstrap_servers=bootstrap, redis_url=redis_url, key_prefix=tag,
+        admission="entry", task_window_s=60.0,
+        topics={"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"}, **settings,
+    )  # fmt: skip
+    topo = topology.load(path)
+    create_topics(resolved, topo)
+    return source, resolved, topo
+
+
 def raw_records(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, bytes]]:
     """Every record of ``topic`` as (partition, value), read to each partition's end."""
     consumer = Consumer(kafka_config(bootstrap, **{"group.id": f"t{uuid.uuid4().hex[:6]}"}))
@@ -231,16 +249,9 @@ def test_a_resize_hands_source_partitions_over_inside_the_task(
     partition 1 moves to replica 1 inside the running task, and every record is processed
     once."""
     tag = f"mv{uuid.uuid4().hex[:6]}"
-    source = f"{tag}.orders"
-    path = tmp_path / "move.yaml"
-    path.write_text(yaml.safe_dump({**entry_doc(source), "name": tag}))
-    settings = DataplaneSettings(
-        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
-        admission="entry", track_ids=True, task_window_s=60.0,
-        topics={"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"},
-    )  # fmt: skip
-    topo = topology.load(path)
-    create_topics(settings, topo)
+    source, settings, topo = entry_pipeline(
+        tag, kafka_bootstrap, redis_url, tmp_path, track_ids=True
+    )
     r = redis.Redis.from_url(redis_url)
     keys, kb = Keys(tag), KnowledgeBase(redis.Redis.from_url(redis_url), Keys(tag))
     r.set(keys.active("step"), 1)
@@ -281,16 +292,7 @@ def test_an_epoch_that_ends_before_its_first_tick_still_declares_what_it_read(
     nothing more, declares each partition idle at it, not idle at none (the successor's
     windows would wait for ever)."""
     tag = f"bt{uuid.uuid4().hex[:6]}"
-    source = f"{tag}.orders"
-    path = tmp_path / "burst.yaml"
-    path.write_text(yaml.safe_dump({**entry_doc(source), "name": tag}))
-    settings = DataplaneSettings(
-        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
-        admission="entry", idle_s=0.5, task_window_s=60.0,
-        topics={"deadletter": f"{tag}.dead", "metrics": f"{tag}.metrics"},
-    )  # fmt: skip
-    topo = topology.load(path)
-    create_topics(settings, topo)
+    source, settings, topo = entry_pipeline(tag, kafka_bootstrap, redis_url, tmp_path, idle_s=0.5)
     produce(kafka_bootstrap, source, 0, [10, 11, 12])
     produce(kafka_bootstrap, source, 1, [20])
     o = SourceOptions.build(settings, topo, ["step"], "none", (source, 2))
