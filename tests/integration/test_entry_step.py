@@ -299,7 +299,9 @@ def test_an_epoch_that_ends_before_its_first_tick_still_declares_what_it_read(
     burst = (Slot(0, 0, 3, owner=0), Slot(1, 0, 1, owner=0))
     run_group(o, "step", burst, 1, serve_s=0.001, keyed_active={"step": 1})  # over at once
     watch = Watch(kafka_bootstrap, Keys(tag).topic("after"))
-    assert watch.now() == {0: (12.0, False), 1: (20.0, False)}  # said as the task ended
+    ended = {0: (12.0, False), 1: (20.0, False)}  # said as the task ended
+    wait_until(lambda: watch.now() == ended, f"{ended} as the first task ended", 20)
     after = (Slot(0, 3, 3, owner=0), Slot(1, 1, 1, owner=0))
     run_group(o, "step", after, 1, serve_s=2.0, keyed_active={"step": 1})  # reads nothing
-    assert watch.now() == {0: (12.0, True), 1: (20.0, True)}
+    idle = {0: (12.0, True), 1: (20.0, True)}
+    wait_until(lambda: watch.now() == idle, f"{idle} after the second", 20)

@@ -19,7 +19,10 @@ pytestmark = pytest.mark.unit
 def feed_of(*items: object) -> Feed:
     q = Feed()
     for item in items:
-        q.put_batch(item) if isinstance(item, Batch) else q.put(item)
+        if isinstance(item, Batch):
+            q.put_batch(item)
+        else:
+            q.put(item)
     return q
 
 
