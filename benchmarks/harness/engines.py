@@ -84,8 +84,9 @@ def start_services(
     fixed: bool = True,
 ) -> list[ServiceProcess]:
     """The dataplane (``replicas`` per operator; ``fixed``: held there, else as the active
-    counts in Redis say) and, once its query runs, the ingress (none with
-    ``SPS_ADMISSION=entry``: the entry operator's replicas admit)."""
+    counts in Redis say), returned once it reports itself healthy (its tasks serve),
+    and, once its query runs, the ingress (none with ``SPS_ADMISSION=entry``: the entry
+    operator's replicas admit)."""
     r = redis.Redis.from_url(redis_url)
     for op in operators:
         r.set(Keys(tag).active(op), replicas)
@@ -96,6 +97,7 @@ def start_services(
         if not dataplane.alive() or time.monotonic() > deadline:
             raise RuntimeError(dataplane.log.read_text()[-3000:])
         time.sleep(0.3)
+    dataplane.wait_healthy(max(1.0, deadline - time.monotonic()))
     if env.get("SPS_ADMISSION") == "entry":
         return [dataplane]
     return [dataplane, ServiceProcess("ingress", env).start()]

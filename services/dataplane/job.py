@@ -25,7 +25,7 @@ from elastic_sps.services.dataplane.cluster import (
     is_cluster,
     ship_project,
 )
-from elastic_sps.services.dataplane.observe import DataplaneCollector, health
+from elastic_sps.services.dataplane.observe import DataplaneCollector, health, tasks_serving
 from elastic_sps.services.dataplane.options import CostMode, SourceOptions
 from elastic_sps.services.dataplane.slots import tasks_per_operator
 from elastic_sps.services.ops_server import serve
@@ -183,24 +183,32 @@ def entry_source(settings: DataplaneSettings, topo: Any) -> tuple[str, int]:
     return topic, len(found.partitions)
 
 
-def source_frame(spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str]) -> Any:
+def source_frame(
+    spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str], holder: str = ""
+) -> Any:
     """The source of the query serving ``ops``, resolved (Spark asks a Python process
-    for its schema): done before a standby waits, its takeover only starts the query."""
+    for its schema): done before a standby waits, its takeover only starts the query.
+    ``holder``: this process's lease id, which its serving tasks record."""
     from elastic_sps.services.dataplane.source import SpsKafkaSource
 
     spark.dataSource.register(SpsKafkaSource)
     entry = entry_source(settings, topo) if settings.admission == "entry" else None
-    options = SourceOptions.build(settings, topo, ops, cost_mode(settings), entry)
+    options = SourceOptions.build(settings, topo, ops, cost_mode(settings), entry, holder)
     return spark.readStream.format("sps_kafka").options(**options.to_spark()).load()
 
 
 def start_query(
-    spark: Any, settings: DataplaneSettings, topo: Any, ops: list[str], frame: Any = None
+    spark: Any,
+    settings: DataplaneSettings,
+    topo: Any,
+    ops: list[str],
+    frame: Any = None,
+    holder: str = "",
 ) -> Any:
     """The streaming query serving ``ops`` (on ``frame``, its ``source_frame`` if already
-    resolved); restarted, it resumes from its checkpoint."""
+    resolved, else one for ``holder``); restarted, it resumes from its checkpoint."""
     label = "ops" if len(ops) > 1 else ops[0]
-    df = frame if frame is not None else source_frame(spark, settings, topo, ops)
+    df = frame if frame is not None else source_frame(spark, settings, topo, ops, holder)
     return (
         df.writeStream.format("noop")
         .queryName(f"op_{label}")
@@ -284,10 +292,12 @@ def watch(
     topo: Any,
     queries: list[Any],
     on_serving: Callable[[], bool] = lambda: True,
+    holder: str = "",
 ) -> None:
     """Until a query stops: restart one that failed transiently, raise on anything else
     (a user's operator that fails too often is named: ``OperatorFailing``).
-    ``on_serving``: when every query has finished a batch, until it returns True."""
+    ``on_serving``: when every query has finished a batch, until it returns True;
+    ``holder``: the lease id a restarted query's tasks record."""
     restarts = 0
     logged_at, logged_batch = time.monotonic(), dict[str, int]()
     serving = False
@@ -311,18 +321,18 @@ def watch(
                     q.name,
                     str(exc).splitlines()[0],
                 )
-                queries[k] = start_query(spark, settings, topo, list(topo.names))
+                queries[k] = start_query(spark, settings, topo, list(topo.names), holder=holder)
                 continue
             raise RuntimeError(f"query {q.name} failed: {operator_failure(str(exc))}")
 
 
-def operator_failure(text: str) -> str:
+def operator_failure(message: str) -> str:
     """A failed query's message, led by a user operator's ``OperatorFailing`` line when
     that is why (Spark buries it in a Python traceback inside a Java one)."""
-    for line in text.splitlines():
+    for line in message.splitlines():
         if "OperatorFailing:" in line:
-            return line.split("OperatorFailing:", 1)[1].strip() + "\n" + text
-    return text
+            return line.split("OperatorFailing:", 1)[1].strip() + "\n" + message
+    return message
 
 
 def serve_observability(
@@ -333,6 +343,7 @@ def serve_observability(
     from elastic_sps.io.redis_client import redis_client
 
     r = redis_client(settings.redis_url)
+    keys = Keys(settings.key_prefix)
     registry = CollectorRegistry()
     registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
     port = settings.web_port or free_port()
@@ -340,7 +351,7 @@ def serve_observability(
     def state() -> tuple[bool, dict[str, Any]]:
         if not lease.held:
             return True, {"service": "dataplane", "status": "standby"}
-        return health(r, queries)
+        return health(r, queries, lambda: tasks_serving(r, keys, lease.me))
 
     serve("dataplane", settings.web_host, port, registry, state)
 
@@ -371,7 +382,7 @@ def run(settings: DataplaneSettings) -> None:
     spark.sparkContext.setLogLevel("WARN")
     queries: list[Any] = []
     serve_observability(settings, topo, lambda: queries, lease)
-    frame = source_frame(spark, settings, topo, list(topo.names))
+    frame = source_frame(spark, settings, topo, list(topo.names), lease.me)
     lease.acquire()  # a standby waits here, warm, until the holder's lease lapses
     lease.keep(lost)
     began = time.monotonic()
@@ -383,7 +394,8 @@ def run(settings: DataplaneSettings) -> None:
         time.monotonic() - began,
     )
     try:
-        watch(spark, settings, topo, queries, lambda: lease.serving(keys.dataplane_serving))
+        serving = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
+        watch(spark, settings, topo, queries, serving, lease.me)
     finally:
         for q in queries:
             q.stop()

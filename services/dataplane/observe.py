@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from elastic_sps.io import rescale_timeline
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.io.marks import text
 
 log = logging.getLogger("sps.dataplane")
 COUNTS = ("processed", "expired", "dead")
@@ -113,18 +114,29 @@ class DataplaneCollector(Collector):
         yield self._effect_family(rescale_timeline.read_histogram(self.r, self.keys))
 
 
-def health(r: Any, queries: Callable[[], list[Any]]) -> tuple[bool, dict[str, Any]]:
-    """OK when every query runs, has finished its first (warm-up) batch, and Redis
-    answers."""
+def tasks_serving(r: Any, keys: Keys, holder: str) -> bool:
+    """Whether a task of ``holder``'s query (a dataplane process's lease id) past the
+    warm-up batch has started serving (``Keys.tasks_serving``)."""
+    return text(r.get(keys.tasks_serving) or b"") == holder
+
+
+def health(
+    r: Any, queries: Callable[[], list[Any]], serving: Callable[[], bool] = lambda: True
+) -> tuple[bool, dict[str, Any]]:
+    """OK when every query runs, has finished its first (warm-up) batch, its tasks
+    serve (``serving``: a task of this process's query past the warm-up started), and
+    Redis answers."""
     running = {q.name: bool(q.isActive) and q.lastProgress is not None for q in queries()}
     try:
         redis_ok = bool(r.ping())
+        tasks = redis_ok and serving()
     except Exception:  # any failure to reach Redis is "not healthy", reported, not raised
-        redis_ok = False
-    ok = redis_ok and bool(running) and all(running.values())
+        redis_ok = tasks = False
+    ok = redis_ok and tasks and bool(running) and all(running.values())
     return ok, {
         "service": "dataplane",
         "status": "ok" if ok else "degraded",
         "redis": redis_ok,
+        "serving": tasks,
         "queries": running,
     }

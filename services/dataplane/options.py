@@ -47,6 +47,9 @@ class SourceOptions(BaseModel):
     # admission at the entry step: the source topic its replicas read, and its partitions
     entry_topic: str | None = None
     entry_partitions: int = 0
+    # the dataplane process (its lease id) whose query this is: its serving tasks name it
+    # (``Keys.tasks_serving``), which its /health waits for
+    holder: str = ""
 
     @classmethod
     def build(
@@ -56,6 +59,7 @@ class SourceOptions(BaseModel):
         operators: list[str],
         cost_mode: CostMode,
         entry: tuple[str, int] | None = None,
+        holder: str = "",
     ) -> SourceOptions:
         """The cores are resolved here: an executor's own CPU count is not the plan's.
         ``entry``: the source topic the entry operator reads and its partitions, with
@@ -64,6 +68,7 @@ class SourceOptions(BaseModel):
         return cls(
             entry_topic=entry[0] if entry else None,
             entry_partitions=entry[1] if entry else 0,
+            holder=holder,
             settings=ResolvedSettings(**{**settings.model_dump(), **resolved}),
             operators=tuple(operators),
             topology_name=topo.name,

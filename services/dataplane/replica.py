@@ -364,11 +364,14 @@ def run_group(
     serve_s: float = 0,
     keyed_active: Mapping[str, int] | None = None,
     moves_in_task: bool = False,
+    holder: str | None = None,
 ) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``source._serve_seconds``; the
     task window when the driver did not say); ``keyed_active``: the counts the epoch
     was planned with of the keyed operators whose moves need new tasks (a change ends
-    it); ``moves_in_task``: this operator's moves are handed over inside this task."""
+    it); ``moves_in_task``: this operator's moves are handed over inside this task;
+    ``holder``: a serving (not warm-up) task's dataplane process, recorded as it starts
+    serving (its /health waits for that)."""
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
@@ -381,6 +384,8 @@ def run_group(
     entry = EntryTask(g, slots) if g.admits else None
     if entry is not None:
         entry.planned(records, began_read)
+    if holder:
+        g.r.set(g.keys.tasks_serving, holder)
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})

@@ -56,8 +56,10 @@ class SlotGroup(InputPartition):
         serve_s: float = 0.0,
         keyed_active: dict[str, int] | None = None,
         moves_in_task: bool = False,
+        warm: bool = False,
     ) -> None:
         self.operator, self.slots, self.active = operator, slots, active
+        self.warm = warm  # the warm-up batch's: not yet serving (``run_group``'s ``holder``)
         self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
         # the keyed operators' counts the epoch is planned with: a change ends the epoch
         self.keyed_active = keyed_active or {}
@@ -283,10 +285,12 @@ class OperatorReader(DataSourceStreamReader):
             in_task = op in moves_in_task
             if in_task:
                 self._moved_in_task.add(op)
-            tasks.extend(SlotGroup(op, g, active[op], serve_s, spread, in_task) for g in groups)
+            tasks.extend(
+                SlotGroup(op, g, active[op], serve_s, spread, in_task, warm) for g in groups
+            )
             kb.log_batch(pipe, op, self._log_entry(slots, active[op], len(groups), serve_s))
         pipe.execute()
-        return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]])]
+        return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]], warm=warm)]
 
     def _groups(self, op: str, slots: list[Slot]) -> list[tuple[Slot, ...]]:
         groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
@@ -435,4 +439,5 @@ class OperatorReader(DataSourceStreamReader):
             partition.serve_s,
             partition.keyed_active,
             partition.moves_in_task,
+            None if partition.warm else self.o.holder,
         )

@@ -75,6 +75,12 @@ class Keys:
         """The lease holder whose queries have finished a batch since it took the lease."""
         return f"{self.prefix}:dp:serving"
 
+    @property
+    def tasks_serving(self) -> str:
+        """The dataplane process (its lease id) whose tasks serve the replicas: set as a
+        task past the warm-up batch starts serving."""
+        return f"{self.prefix}:dp:tasks_serving"
+
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"

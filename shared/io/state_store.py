@@ -20,6 +20,7 @@ state, offset and ids move together or not at all.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -42,38 +43,60 @@ __all__ = [
     "window_field",
 ]
 
+# Both scripts take their reads and writes in blocks, one command per block (a command
+# per field would cost Redis a Lua call each: most of the scripts' time at saturation).
+# A block: command, key index, count, then its ``count`` arguments; ``BLOCK`` arguments
+# at most (Lua's unpack is bounded by its C stack).
+BLOCK = 1000
+
 # KEYS: committed, epochs, then the keys read; ARGV: partition, offset, epoch, then
-# (op, key index, field) triples: H = HGET, Z = ZSCORE. -1: fenced.
+# blocks: H = HMGET fields, Z = ZMSCORE members. -1: fenced.
 _READ = """
 if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return -1 end
 if (redis.call('HGET', KEYS[2], ARGV[1]) or '0') ~= ARGV[3] then return -1 end
 local out = {}
-for i = 4, #ARGV, 3 do
-  local k = KEYS[tonumber(ARGV[i + 1])]
-  if ARGV[i] == 'H' then out[#out + 1] = redis.call('HGET', k, ARGV[i + 2]) or false
-  else out[#out + 1] = redis.call('ZSCORE', k, ARGV[i + 2]) or false end
+local i = 4
+while i <= #ARGV do
+  local k, last = KEYS[tonumber(ARGV[i + 1])], i + 2 + tonumber(ARGV[i + 2])
+  local cmd = 'HMGET'
+  if ARGV[i] == 'Z' then cmd = 'ZMSCORE' end
+  local found = redis.call(cmd, k, unpack(ARGV, i + 3, last))
+  for j = 1, last - i - 2 do out[#out + 1] = found[j] end
+  i = last + 1
 end
 return out
 """
 
-# ARGV: partition, offset, epoch, next offset, now, forget-before, then (op, key, a, b):
-# S HSET, D HDEL, Z ZADD, R ZREM, M HSET if the number is above the field's, I an
-# applied id. 0: fenced, nothing applied.
+# ARGV: partition, offset, epoch, next offset, now, forget-before, then blocks: S HSET
+# field value pairs, D HDEL fields, Z ZADD score member pairs, R ZREM members, I ZADD
+# members at now (the ids applied), M field value pairs each set if above the field's
+# number. 0: fenced, nothing applied.
 _COMMIT = """
 if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return 0 end
 if (redis.call('HGET', KEYS[2], ARGV[1]) or '0') ~= ARGV[3] then return 0 end
 local applied = nil
-for i = 7, #ARGV, 4 do
-  local op, k, a, b = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3]
-  if op == 'S' then redis.call('HSET', k, a, b)
-  elseif op == 'D' then redis.call('HDEL', k, a)
-  elseif op == 'Z' then redis.call('ZADD', k, b, a)
-  elseif op == 'R' then redis.call('ZREM', k, a)
-  elseif op == 'I' then redis.call('ZADD', k, ARGV[5], a); applied = k
+local i = 7
+while i <= #ARGV do
+  local op, k = ARGV[i], KEYS[tonumber(ARGV[i + 1])]
+  local first, last = i + 3, i + 2 + tonumber(ARGV[i + 2])
+  if op == 'S' then redis.call('HSET', k, unpack(ARGV, first, last))
+  elseif op == 'D' then redis.call('HDEL', k, unpack(ARGV, first, last))
+  elseif op == 'Z' then redis.call('ZADD', k, unpack(ARGV, first, last))
+  elseif op == 'R' then redis.call('ZREM', k, unpack(ARGV, first, last))
+  elseif op == 'I' then
+    local pairs = {}
+    for j = first, last do pairs[#pairs + 1] = ARGV[5]; pairs[#pairs + 1] = ARGV[j] end
+    redis.call('ZADD', k, unpack(pairs))
+    applied = k
   elseif op == 'M' then
-    local cur = redis.call('HGET', k, a)
-    if (not cur) or tonumber(b) > tonumber(cur) then redis.call('HSET', k, a, b) end
+    for j = first, last, 2 do
+      local cur = redis.call('HGET', k, ARGV[j])
+      if (not cur) or tonumber(ARGV[j + 1]) > tonumber(cur) then
+        redis.call('HSET', k, ARGV[j], ARGV[j + 1])
+      end
+    end
   end
+  i = last + 1
 end
 if applied then redis.call('ZREMRANGEBYSCORE', applied, '-inf', ARGV[6]) end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
@@ -92,6 +115,7 @@ def member_kind(member: str) -> str:
     return f"s:{member}"
 
 
+@functools.lru_cache(maxsize=1 << 14)  # asked twice per window per event (prefetch, add)
 def window_field(key: str, start: float | None) -> str:
     """A window's field in its group's hash: the key's sessions (``start`` None), or the
     window of ``key`` starting at ``start``."""
@@ -99,7 +123,7 @@ def window_field(key: str, start: float | None) -> str:
 
 
 class _Args:
-    """A script's KEYS and ARGV, each key listed once."""
+    """A script's KEYS and ARGV (after its fixed head), each key listed once."""
 
     def __init__(self, *keys: str) -> None:
         self.keys = list(keys)
@@ -111,6 +135,14 @@ class _Args:
             self.keys.append(key)
             self.index[key] = len(self.keys)
         return str(self.index[key])
+
+    def block(self, command: str, key: str, items: list[Any]) -> None:
+        """``items`` as blocks of ``command`` on ``key`` (pairs stay whole: ``BLOCK`` is
+        even)."""
+        ref = self.ref(key)
+        for k in range(0, len(items), BLOCK):
+            chunk = items[k : k + BLOCK]
+            self.args += [command, ref, len(chunk), *chunk]
 
 
 class PartitionStore:
@@ -154,18 +186,21 @@ class PartitionStore:
 
     def _fetch(self, values: list[tuple[str, int, str]], ids: list[str]) -> None:
         a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
-        args: list[Any] = [self.partition, "" if self.committed is None else self.committed]
-        args.append(self.epoch)
-        for kind, group, field in values:
-            args += ["H", a.ref(self._hash(kind, group)), field]
-        for event_id in ids:
-            args += ["Z", a.ref(self.keys.applied(self.op, self.partition)), event_id]
-        found = self._read(keys=a.keys, args=args)
+        by_hash: dict[str, list[tuple[str, int, str]]] = {}
+        for k in values:
+            by_hash.setdefault(self._hash(k[0], k[1]), []).append(k)
+        for name, wanted in by_hash.items():
+            a.block("H", name, [field for _, _, field in wanted])
+        if ids:
+            a.block("Z", self.keys.applied(self.op, self.partition), ids)
+        head = [self.partition, "" if self.committed is None else self.committed, self.epoch]
+        found = self._read(keys=a.keys, args=head + a.args)
         if found == -1:
             raise Fenced(f"{self.op}[{self.partition}] was committed by another attempt")
-        for k, raw in zip(values, found[: len(values)], strict=True):
+        ordered = [k for wanted in by_hash.values() for k in wanted]
+        for k, raw in zip(ordered, found[: len(ordered)], strict=True):
             self._values[k] = MISSING if raw is None else orjson.loads(raw)
-        for event_id, score in zip(ids, found[len(values) :], strict=True):
+        for event_id, score in zip(ids, found[len(ordered) :], strict=True):
             self._seen[event_id] = score is not None
 
     def get(self, kind: str, group: int, field: str) -> Any:
@@ -254,26 +289,20 @@ class PartitionStore:
         attempt got there first (nothing applied)."""
         a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
         now = time.time()
-        args: list[Any] = [self.partition, "" if self.committed is None else self.committed]
-        args += [self.epoch, next_offset, repr(now), repr(now - APPLIED_KEEP_S)]
-        for (kind, group, field), value in self._dirty.items():
-            h = a.ref(self._hash(kind, group))
-            args += (
-                ["D", h, field, ""] if value is _DELETED else ["S", h, field, orjson.dumps(value)]
-            )
-        ends = a.ref(self.keys.window_ends(self.op, self.partition))
-        for (group, field), end in self._ends.items():
-            member = orjson.dumps([group, field])
-            args += ["R", ends, member, ""] if end is None else ["Z", ends, member, end]
-        marks = a.ref(self.keys.watermarks(self.op, self.partition))
+        self._write_values(a)
+        self._write_ends(a)
+        marks: dict[str, list[str]] = {"M": [], "S": []}
         for op, field, value in marks_args(self.watermark, self.marks, self._marks_dirty):
-            args += [op, marks, field, value]
-        ids = a.ref(self.keys.applied(self.op, self.partition))
-        for event_id in self._applied_now:
-            args += ["I", ids, event_id, ""]
-        hand = a.ref(self.keys.handover(self.op))
-        args += ["S", hand, str(self.partition), f"{owner} {now!r}"]
-        done = int(self._commit(keys=a.keys, args=args)) == 1
+            marks[op] += [field, value]
+        for op, items in marks.items():
+            if items:
+                a.block(op, self.keys.watermarks(self.op, self.partition), items)
+        if self._applied_now:
+            a.block("I", self.keys.applied(self.op, self.partition), self._applied_now)
+        a.block("S", self.keys.handover(self.op), [str(self.partition), f"{owner} {now!r}"])
+        head: list[Any] = [self.partition, "" if self.committed is None else self.committed]
+        head += [self.epoch, next_offset, repr(now), repr(now - APPLIED_KEEP_S)]
+        done = int(self._commit(keys=a.keys, args=head + a.args)) == 1
         if done:
             self.committed, self.epoch = next_offset, self.epoch + 1
             self._apply_index()
@@ -281,6 +310,37 @@ class PartitionStore:
             self._marks_dirty.clear()
             self._applied_now.clear()
         return done
+
+    def _write_values(self, a: _Args) -> None:
+        """The buffered state writes, as blocks of HSET and HDEL per hash."""
+        sets: dict[str, list[Any]] = {}
+        deletes: dict[str, list[str]] = {}
+        for (kind, group, field), value in self._dirty.items():
+            name = self._hash(kind, group)
+            if value is _DELETED:
+                deletes.setdefault(name, []).append(field)
+            else:
+                sets.setdefault(name, []).extend((field, orjson.dumps(value)))
+        for name, items in sets.items():
+            a.block("S", name, items)
+        for name, fields in deletes.items():
+            a.block("D", name, fields)
+
+    def _write_ends(self, a: _Args) -> None:
+        """The windows opened (their ends) and closed since the last commit."""
+        added: list[Any] = []
+        removed: list[bytes] = []
+        for (group, field), end in self._ends.items():
+            member = orjson.dumps([group, field])
+            if end is None:
+                removed.append(member)
+            else:
+                added += [end, member]
+        key = self.keys.window_ends(self.op, self.partition)
+        if added:
+            a.block("Z", key, added)
+        if removed:
+            a.block("R", key, removed)
 
     def _apply_index(self) -> None:
         if self._index is not None:

@@ -241,16 +241,17 @@ class WindowAggregator:
         open_windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
         if not open_windows:
             raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
-        updates = []
+        updates: list[tuple[str, float | None, Any]] = []
         for start, end in open_windows:
             field = window_field(key, start)
             acc = store.get("w", g, field)
-            updates.append(
-                (field, end, self.agg.add(self.agg.initial() if acc is MISSING else acc, payload))
-            )
-        for field, end, acc in updates:
+            opened = acc is MISSING
+            acc = self.agg.add(self.agg.initial() if opened else acc, payload)
+            updates.append((field, end if opened else None, acc))
+        for field, opened_end, acc in updates:
             store.put("w", g, field, acc)
-            store.set_end(g, field, end)
+            if opened_end is not None:  # a window with an accumulator has its end recorded
+                store.set_end(g, field, opened_end)
 
     def _add_session(self, store: Store, g: int, key: str, payload: Any, t: float) -> None:
         gap = self.spec.size_s

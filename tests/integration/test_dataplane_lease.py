@@ -95,3 +95,32 @@ def test_the_boot_wait_ends_at_its_timeout(redis_client):
     stuck, restarted = Lease(redis_client, "t:lease", 60.0), Lease(redis_client, "t:lease", 60.0)
     assert stuck.try_acquire()  # holds, never serves
     assert restarted.wait_until_holder_serves("t:serving", 0.2, poll_s=0.05) >= 0.2
+
+
+class _Query:
+    """What /health asks of a running Spark query: whether it is active, and its last
+    batch's progress (None: no batch finished yet)."""
+
+    name, isActive = "op_ops", True
+
+    def __init__(self, progress: dict | None) -> None:
+        self.lastProgress = progress
+
+
+def test_health_waits_for_this_process_s_tasks_to_serve(redis_client):
+    from elastic_sps.io.knowledge_base import Keys
+    from elastic_sps.services.dataplane.observe import health, tasks_serving
+
+    keys, me = Keys("t"), Lease(redis_client, "t:lease", 5.0).me
+    serving = lambda: tasks_serving(redis_client, keys, me)  # noqa: E731
+    # the warm-up batch not finished: not healthy
+    assert health(redis_client, lambda: [_Query(None)], serving)[0] is False
+    # finished, but no task past it serves yet (the next batch is being planned)
+    ok, body = health(redis_client, lambda: [_Query({"batchId": 0})], serving)
+    assert (ok, body["serving"]) == (False, False)
+    # another process's tasks (a holder before this one) do not count
+    redis_client.set(keys.tasks_serving, "host:1:old")
+    assert health(redis_client, lambda: [_Query({"batchId": 0})], serving)[0] is False
+    redis_client.set(keys.tasks_serving, me)
+    ok, body = health(redis_client, lambda: [_Query({"batchId": 0})], serving)
+    assert (ok, body["status"], body["serving"]) == (True, "ok", True)

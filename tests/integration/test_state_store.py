@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from elastic_sps.io.knowledge_base import Keys
-from elastic_sps.io.state_store import Fenced, PartitionStore
+from elastic_sps.io.state_store import MISSING, Fenced, PartitionStore
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
 from elastic_sps.pipeline.stateful import Count, KeyState, Late, WindowAggregator
@@ -206,3 +206,33 @@ def test_a_repeat_and_a_raise_leave_redis_state_as_once_and_untouched(redis_clie
     assert again.commit(3, owner=0)
     after = PartitionStore(redis_client, keys, "b", 0)
     assert dict(KeyState(after, key_group("x", 128), "x")) == {"total": 10, "seen": [10]}
+
+
+def test_more_reads_and_writes_than_a_script_block_holds_round_trip(redis_client):
+    """2,500 keys of one group and 1,500 ids in one task (the scripts take 1,000
+    arguments a block): every value and every id comes back as written, in the next
+    task; a hash field deleted stays deleted."""
+    keys = Keys("blocks")
+    first = PartitionStore(redis_client, keys, "total", 0)
+    names = [f"k{j}" for j in range(2500)]
+    first.prefetch([("s", 7, n) for n in names], [f"e{j}" for j in range(1500)])
+    assert not any(first.applied(f"e{j}") for j in range(1500))
+    for j, n in enumerate(names):
+        first.put("s", 7, n, {"n": j})
+    for j in range(1500):
+        first.mark_applied(f"e{j}")
+    assert first.commit(10, owner=0)
+    second = PartitionStore(redis_client, keys, "total", 0)
+    second.prefetch([("s", 7, n) for n in names] + [("s", 8, "k0")], ["e0", "e1499", "e1500"])
+    assert [second.get("s", 7, n)["n"] for n in names] == list(range(2500))
+    assert second.get("s", 8, "k0") is MISSING
+    assert (second.applied("e0"), second.applied("e1499"), second.applied("e1500")) == (
+        True,
+        True,
+        False,
+    )
+    second.delete("s", 7, "k3")
+    assert second.commit(11, owner=0)
+    third = PartitionStore(redis_client, keys, "total", 0)
+    assert third.get("s", 7, "k3") is MISSING
+    assert third.get("s", 7, "k4") == {"n": 4}

@@ -56,7 +56,7 @@ def options(cost_mode: CostMode = "wait", **settings: Any) -> SourceOptions:
 def test_the_options_declare_no_setting_of_their_own():
     assert set(SourceOptions.model_fields) == {
         "settings", "operators", "topology_name", "topology_doc", "las", "entry_topic",
-        "entry_partitions",
+        "entry_partitions", "holder",
     }  # fmt: skip
     assert not set(SourceOptions.model_fields) & set(DataplaneSettings.model_fields)
 

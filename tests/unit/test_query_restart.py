@@ -34,7 +34,7 @@ def test_a_worker_timeout_restarts_the_query_then_a_bug_fails_the_dataplane(monk
         StoppedQuery("ZeroDivisionError"),
     ]
 
-    def start_query(spark, settings, topo, ops):
+    def start_query(spark, settings, topo, ops, holder=""):
         started.append(ops)
         return later.pop(0)
 
