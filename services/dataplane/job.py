@@ -348,10 +348,14 @@ def serve_observability(
     registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
     port = settings.web_port or free_port()
 
+    def serving() -> bool:
+        # planned ranges only (no epochs): a task runs only while there is data to read
+        return settings.task_window_s <= 0 or tasks_serving(r, keys, lease.me)
+
     def state() -> tuple[bool, dict[str, Any]]:
         if not lease.held:
             return True, {"service": "dataplane", "status": "standby"}
-        return health(r, queries, lambda: tasks_serving(r, keys, lease.me))
+        return health(r, queries, serving)
 
     serve("dataplane", settings.web_host, port, registry, state)
 
