@@ -25,7 +25,7 @@ from elastic_sps.services.dataplane.cluster import (
     is_cluster,
     ship_project,
 )
-from elastic_sps.services.dataplane.observe import DataplaneCollector, health, tasks_serving
+from elastic_sps.services.dataplane.observe import DataplaneCollector, health, serving
 from elastic_sps.services.dataplane.options import CostMode, SourceOptions
 from elastic_sps.services.dataplane.slots import tasks_per_operator
 from elastic_sps.services.ops_server import serve
@@ -348,14 +348,14 @@ def serve_observability(
     registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
     port = settings.web_port or free_port()
 
-    def serving() -> bool:
+    def serves() -> bool:
         # planned ranges only (no epochs): a task runs only while there is data to read
-        return settings.task_window_s <= 0 or tasks_serving(r, keys, lease.me)
+        return settings.task_window_s <= 0 or serving(r, keys, lease.me, queries())
 
     def state() -> tuple[bool, dict[str, Any]]:
         if not lease.held:
             return True, {"service": "dataplane", "status": "standby"}
-        return health(r, queries, serving)
+        return health(r, queries, serves)
 
     serve("dataplane", settings.web_host, port, registry, state)
 

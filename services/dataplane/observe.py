@@ -114,10 +114,18 @@ class DataplaneCollector(Collector):
         yield self._effect_family(rescale_timeline.read_histogram(self.r, self.keys))
 
 
-def tasks_serving(r: Any, keys: Keys, holder: str) -> bool:
+def serving(r: Any, keys: Keys, holder: str, queries: list[Any]) -> bool:
     """Whether a task of ``holder``'s query (a dataplane process's lease id) past the
-    warm-up batch has started serving (``Keys.tasks_serving``)."""
-    return text(r.get(keys.tasks_serving) or b"") == holder
+    warm-up batch has started serving (``Keys.tasks_serving``), or every query waits for
+    data: Spark plans a batch only once there is some, so an idle pipeline serves by
+    waiting."""
+    if text(r.get(keys.tasks_serving) or b"") == holder:
+        return True
+    return all(_waiting(q.status or {}) for q in queries)
+
+
+def _waiting(status: dict[str, Any]) -> bool:
+    return not status.get("isDataAvailable") and not status.get("isTriggerActive")
 
 
 def health(

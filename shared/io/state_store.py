@@ -115,7 +115,8 @@ def member_kind(member: str) -> str:
     return f"s:{member}"
 
 
-@functools.lru_cache(maxsize=1 << 14)  # asked twice per window per event (prefetch, add)
+# asked twice per window per event; typed: 60 and 60.0 are different fields
+@functools.lru_cache(maxsize=1 << 14, typed=True)
 def window_field(key: str, start: float | None) -> str:
     """A window's field in its group's hash: the key's sessions (``start`` None), or the
     window of ``key`` starting at ``start``."""

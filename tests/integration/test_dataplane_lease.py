@@ -98,29 +98,38 @@ def test_the_boot_wait_ends_at_its_timeout(redis_client):
 
 
 class _Query:
-    """What /health asks of a running Spark query: whether it is active, and its last
-    batch's progress (None: no batch finished yet)."""
+    """What /health asks of a running Spark query: whether it is active, its last
+    batch's progress (None: no batch finished yet) and its status (data waiting, a
+    batch being planned or run)."""
 
     name, isActive = "op_ops", True
 
-    def __init__(self, progress: dict | None) -> None:
+    def __init__(self, progress: dict | None, data: bool = True, trigger: bool = True) -> None:
         self.lastProgress = progress
+        self.status = {"isDataAvailable": data, "isTriggerActive": trigger}
 
 
 def test_health_waits_for_this_process_s_tasks_to_serve(redis_client):
     from elastic_sps.io.knowledge_base import Keys
-    from elastic_sps.services.dataplane.observe import health, tasks_serving
+    from elastic_sps.services.dataplane.observe import health, serving
 
     keys, me = Keys("t"), Lease(redis_client, "t:lease", 5.0).me
-    serving = lambda: tasks_serving(redis_client, keys, me)  # noqa: E731
+
+    def ok(query: _Query) -> tuple[bool, bool]:
+        good, body = health(
+            redis_client, lambda: [query], lambda: serving(redis_client, keys, me, [query])
+        )
+        return good, body["serving"]
+
     # the warm-up batch not finished: not healthy
-    assert health(redis_client, lambda: [_Query(None)], serving)[0] is False
-    # finished, but no task past it serves yet (the next batch is being planned)
-    ok, body = health(redis_client, lambda: [_Query({"batchId": 0})], serving)
-    assert (ok, body["serving"]) == (False, False)
+    assert ok(_Query(None))[0] is False
+    # finished, data waiting, the next batch planned, no task past the warm-up serves yet
+    assert ok(_Query({"batchId": 0})) == (False, False)
     # another process's tasks (a holder before this one) do not count
     redis_client.set(keys.tasks_serving, "host:1:old")
-    assert health(redis_client, lambda: [_Query({"batchId": 0})], serving)[0] is False
+    assert ok(_Query({"batchId": 0})) == (False, False)
+    # nothing to read: Spark plans no batch until data comes, and the pipeline serves
+    assert ok(_Query({"batchId": 0}, data=False, trigger=False)) == (True, True)
+    # a task of this process serves
     redis_client.set(keys.tasks_serving, me)
-    ok, body = health(redis_client, lambda: [_Query({"batchId": 0})], serving)
-    assert (ok, body["status"], body["serving"]) == (True, "ok", True)
+    assert ok(_Query({"batchId": 0})) == (True, True)
