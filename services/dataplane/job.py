@@ -345,7 +345,7 @@ def serve_observability(
     r = redis_client(settings.redis_url)
     keys = Keys(settings.key_prefix)
     registry = CollectorRegistry()
-    registry.register(DataplaneCollector(r, Keys(settings.key_prefix), topo, queries))
+    registry.register(DataplaneCollector(r, keys, topo, queries))
     port = settings.web_port or free_port()
 
     def serves() -> bool:
@@ -398,8 +398,8 @@ def run(settings: DataplaneSettings) -> None:
         time.monotonic() - began,
     )
     try:
-        serving = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
-        watch(spark, settings, topo, queries, serving, lease.me)
+        announce = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
+        watch(spark, settings, topo, queries, announce, lease.me)
     finally:
         for q in queries:
             q.stop()

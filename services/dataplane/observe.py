@@ -131,9 +131,8 @@ def _waiting(status: dict[str, Any]) -> bool:
 def health(
     r: Any, queries: Callable[[], list[Any]], serving: Callable[[], bool] = lambda: True
 ) -> tuple[bool, dict[str, Any]]:
-    """OK when every query runs, has finished its first (warm-up) batch, its tasks
-    serve (``serving``: a task of this process's query past the warm-up started), and
-    Redis answers."""
+    """OK when every query runs, has finished its first (warm-up) batch, serves
+    (``serving``, e.g. the function ``serving`` above), and Redis answers."""
     running = {q.name: bool(q.isActive) and q.lastProgress is not None for q in queries()}
     try:
         redis_ok = bool(r.ping())

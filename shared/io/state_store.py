@@ -84,9 +84,9 @@ while i <= #ARGV do
   elseif op == 'Z' then redis.call('ZADD', k, unpack(ARGV, first, last))
   elseif op == 'R' then redis.call('ZREM', k, unpack(ARGV, first, last))
   elseif op == 'I' then
-    local pairs = {}
-    for j = first, last do pairs[#pairs + 1] = ARGV[5]; pairs[#pairs + 1] = ARGV[j] end
-    redis.call('ZADD', k, unpack(pairs))
+    local scored = {}
+    for j = first, last do scored[#scored + 1] = ARGV[5]; scored[#scored + 1] = ARGV[j] end
+    redis.call('ZADD', k, unpack(scored))
     applied = k
   elseif op == 'M' then
     for j = first, last, 2 do
