@@ -48,6 +48,7 @@ def run_once(
         "SPS_TRACK_IDS": "true",
         "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}",
         "SPS_TOPOLOGY": "twitter",
+        "SPS_ADMISSION": "ingress",  # fed on the entry operator's topic, as the ingress would
         **(extra_env or {}),
     }
     if fixed:

@@ -6,8 +6,9 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_faults.py [--faults kill:mon
 Each run replays the same trace through a fresh ensemble (id ledger on) and, ``--at``
 seconds into the replay, injects one fault:
 
-* ``kill:<service>``: ``kill -9`` of ingress, monitor, analyze, plan, execute, or the
-  dataplane (the Spark driver: its JVM and workers die with it);
+* ``kill:<service>``: ``kill -9`` of ingress (run with ``SPS_ADMISSION=ingress``, where
+  the service admits), monitor, analyze, plan, execute, or the dataplane (the Spark
+  driver: its JVM and workers die with it);
 * ``kill:worker``: ``kill -9`` of every Spark Python worker process of the moment (the
   tasks they ran fail and Spark retries them; the daemon forks new workers);
 * ``redis``: redis-server stopped and started again on its port (append-only file kept);
@@ -198,6 +199,8 @@ def run_fault(fault: str, args: argparse.Namespace, out: Path) -> dict[str, Any]
         live=False,
         drain_s=args.drain,
         compare_static=False,
+        # the ingress service runs only where LAS admits there (``las.site``)
+        extra_env={"SPS_ADMISSION": "ingress"} if fault == "kill:ingress" else None,
         during=lambda ens: inject(fault, ens, args.at, stop, log),
         events_file=events_file,
     )

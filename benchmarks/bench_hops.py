@@ -75,7 +75,9 @@ def one_run(
     bootstrap: str, redis_url: str, rate: float, seconds: float, warm_s: float
 ) -> dict[str, object]:
     tag = fresh_tag(CHAIN_TAG)
-    pipe = peers.elastic_sps(bootstrap, redis_url, tag, {"SPS_TRACK_IDS": "false"}, chain=True)
+    # the ingress in front, as ``elastic-sps-chained``: the hop it measures is its own
+    env = {"SPS_TRACK_IDS": "false", "SPS_ADMISSION": "ingress"}
+    pipe = peers.elastic_sps(bootstrap, redis_url, tag, env, chain=True)
     (chain,) = pipe.operators
     with (
         running(pipe, bootstrap) as (out, producer),

@@ -48,6 +48,7 @@ def main() -> None:
             "SPS_REDIS_URL": redis_url,
             "SPS_TAU_MS": "50",
             "SPS_KEY_FIELD": "user.screen_name",
+            "SPS_ADMISSION": "ingress",  # the service measured, whatever auto would pick
         }
         proc = ServiceProcess("ingress", env).start()
         try:

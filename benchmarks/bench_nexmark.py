@@ -8,13 +8,15 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_nexmark.py [--queries q5,q7]
      [--runs 3] [--events 30000] [--seconds 40] [--json]
      (quix-streams and Bytewax run from .venv-peers: `make peers-venv`)
 
-* ``elastic-sps``: the ingress and the PySpark dataplane, 2 replicas per operator
-  (``SPS_FIXED_REPLICAS``), the id ledger off (the peers keep none); the query's
-  topology from ``examples/nexmark`` on the run's topics, chained as loaded (each window
-  heads a chain of the row steps after it: q5 runs ``bids``, ``counts``, ``hottest..q5``;
-  q7 ``bids``, ``per_auction..partial``, ``highest..q7``; a keyed stage after a
-  stateless one is its own hop); ``elastic-sps-entry``: the same with admission as the
-  first step (``SPS_ADMISSION=entry``: no ingress, the input read once by ``bids``).
+* ``elastic-sps``: the ingress service (``SPS_ADMISSION=ingress``) and the PySpark
+  dataplane, 2 replicas per operator (``SPS_FIXED_REPLICAS``), the id ledger off (the
+  peers keep none); the query's topology from ``examples/nexmark`` on the run's topics,
+  chained as loaded (each window heads a chain of the row steps after it: q5 runs
+  ``bids``, ``counts``, ``hottest..q5``; q7 ``bids``, ``per_auction..partial``,
+  ``highest..q7``; a keyed stage after a stateless one is its own hop);
+  ``elastic-sps-entry``: the same with admission as the first step
+  (``SPS_ADMISSION=entry``, what ``auto``, the default, picks here: no ingress, the
+  input read once by ``bids``).
 * ``quix-streams``: ``benchmarks/peers/quix_nexmark.py``, a process per input partition,
   grace 5 s (``GRACE_MS``), 30 s in its second stage (``MID_GRACE_MS``);
 * ``bytewax``: ``benchmarks/peers/bytewax_nexmark.py``, a process per input partition
@@ -121,7 +123,7 @@ def bytewax(bootstrap: str, _: str, tag: str, query: str) -> Pipeline:
 
 
 PEERS: dict[str, Callable[..., Pipeline]] = {
-    "elastic-sps": elastic_sps,
+    "elastic-sps": partial(elastic_sps, env={"SPS_ADMISSION": "ingress"}),
     "elastic-sps-entry": partial(elastic_sps, env={"SPS_ADMISSION": "entry"}),
     "quix-streams": quix_streams,
     "bytewax": bytewax,

@@ -10,7 +10,8 @@ same generated tweets, one embedded Apache Kafka broker and redis-server for all
 partitions on the input and between operators, one invocation, the peers alternating run
 by run, each run on fresh topics:
 
-* ``elastic-sps``: the ingress and the PySpark dataplane, 2 replicas per operator
+* ``elastic-sps``: the ingress service (``SPS_ADMISSION=ingress``) and the PySpark
+  dataplane, 2 replicas per operator
   (``SPS_FIXED_REPLICAS``), with the id ledger off (``elastic-sps``) and on
   (``elastic-sps+ids``: 8 Redis set-adds per event on this chain, what `demo` runs with),
   and with the four operators chained into one pool of 2 (``elastic-sps-chained``:
@@ -102,9 +103,12 @@ def plain_kafka(bootstrap: str, redis_url: str, tag: str, _: dict[str, str]) -> 
 
 
 PEERS: dict[str, tuple[Callable[..., Pipeline], dict[str, str]]] = {
-    "elastic-sps": (elastic_sps, {"SPS_TRACK_IDS": "false"}),
-    "elastic-sps+ids": (elastic_sps, {"SPS_TRACK_IDS": "true"}),
-    "elastic-sps-chained": (partial(elastic_sps, chain=True), {"SPS_TRACK_IDS": "false"}),
+    "elastic-sps": (elastic_sps, {"SPS_TRACK_IDS": "false", "SPS_ADMISSION": "ingress"}),
+    "elastic-sps+ids": (elastic_sps, {"SPS_TRACK_IDS": "true", "SPS_ADMISSION": "ingress"}),
+    "elastic-sps-chained": (
+        partial(elastic_sps, chain=True),
+        {"SPS_TRACK_IDS": "false", "SPS_ADMISSION": "ingress"},
+    ),
     "elastic-sps-entry": (
         partial(elastic_sps, chain=True),
         {"SPS_TRACK_IDS": "false", "SPS_ADMISSION": "entry"},

@@ -125,7 +125,9 @@ def run_variant(bootstrap: str, redis_url: str, name: str, args: argparse.Namesp
     r.set(keys.active("total"), 1)
     env = {"SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SPS_REDIS_URL": redis_url,
            "SPS_KEY_PREFIX": tag, "SPS_TOPOLOGY": str(topo_path),
-           "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}", "PYTHONPATH": "."}  # fmt: skip
+           "SPS_CHECKPOINT_DIR": f"/tmp/sps-bench-{tag}", "PYTHONPATH": ".",
+           # fed on the operator's topic, as the ingress would
+           "SPS_ADMISSION": "ingress"}  # fmt: skip
     proc = ServiceProcess("dataplane", env).start()
     outputs = Collector(bootstrap, f"bench.state.{tag}")
     outputs.start()

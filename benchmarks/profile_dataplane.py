@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     raw = Path(tempfile.mkdtemp(prefix="sps-profile-")) / "dataplane.txt"
-    env = {"SPS_TRACK_IDS": "true" if args.ids else "false"}
+    env = {"SPS_TRACK_IDS": "true" if args.ids else "false", "SPS_ADMISSION": "ingress"}
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
         pipe = elastic_sps(bootstrap, redis_url, fresh_tag("prof"), env, args.chain)
         with running(pipe, bootstrap) as (collector, producer):

@@ -192,7 +192,11 @@ class ServiceApp:
     def run(self) -> None:
         from elastic_sps.io.kafka_admin import ensure_topics
 
-        ensure_topics(self.settings.kafka_bootstrap_servers, self.settings.topics.control())
+        topics = self.settings.topics
+        # not the default source topic: its partitions are the admission site's to make
+        # (``las.site``), and this service does not read it
+        control = [t for t in topics.control() if t != topics.ingress]
+        ensure_topics(self.settings.kafka_bootstrap_servers, control)
         print(
             f"{self.name}: metrics at http://{self.settings.web_host}:{self.web_port}/metrics",
             file=sys.stderr,

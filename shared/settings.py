@@ -111,13 +111,14 @@ class ServiceSettings(BaseSettings):
         "against it.",
         gt=0,
     )
-    admission: Literal["ingress", "entry"] = _f(
-        "ingress",
-        "Where LAS admits the source's events: ingress (a service that reads the source "
-        "and produces what it admits into the entry operator's topic) or entry (the entry "
-        "operator's replicas read the source themselves and admit as their first step: "
-        "one read and one Kafka hop less per event; one stateless entry operator reading "
-        "one source topic, its replicas beyond that topic's partitions idle).",
+    admission: Literal["auto", "ingress", "entry"] = _f(
+        "auto",
+        "Where LAS admits the source's events: entry (the entry operator's replicas read "
+        "the source themselves and admit as their first step: one read and one Kafka hop "
+        "less per event; one stateless entry operator reading one source topic with a "
+        "partition per replica of its largest pool), ingress (a service that reads the "
+        "source and produces what it admits into the entry operator's topic), or auto: "
+        "entry wherever the pipeline allows it, else ingress, logged with the reason.",
     )
     cores: int | None = _f(
         None,

@@ -95,6 +95,7 @@ def capacity_rig(
         "SPS_KEY_PREFIX": prefix,
         "SPS_TOPOLOGY": str(topology_file(folder, et_ms, pool, code)),
         "SPS_TRACK_IDS": "true",
+        "SPS_ADMISSION": "ingress",  # the rig feeds the operator's topic as the ingress would
         "SPS_COST_MODE": "none" if code else "wait",
         "SPS_CHECKPOINT_DIR": str(folder / "ckpt"),
     }

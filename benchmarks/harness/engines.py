@@ -86,7 +86,7 @@ def start_services(
     """The dataplane (``replicas`` per operator; ``fixed``: held there, else as the active
     counts in Redis say), returned once it reports itself healthy (its tasks serve),
     and, once its query runs, the ingress (none with ``SPS_ADMISSION=entry``: the entry
-    operator's replicas admit)."""
+    operator's replicas admit; with ``auto`` it stands aside where they do)."""
     r = redis.Redis.from_url(redis_url)
     for op in operators:
         r.set(Keys(tag).active(op), replicas)

@@ -31,6 +31,7 @@ from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.watermarks import Declaration, SourceClock
 from elastic_sps.las.gate import Gate
+from elastic_sps.las.site import entry_step_refusal
 from elastic_sps.model.keyed import owner
 from elastic_sps.model.records import BadRecord, SourceSpec
 from elastic_sps.model.topology import Topology
@@ -171,29 +172,10 @@ class EntryGate:
 
 def check_entry_step(topo: Topology, task_window_s: float) -> None:
     """``ValueError`` naming what keeps admission from being the entry operator's first
-    step: its replicas own the source's partitions as a keyed operator's own its
-    partitions, and declare their watermarks between reads of a live window."""
-    entries = topo.entry_operators
-    if len(entries) != 1:
-        raise ValueError(
-            f"admission: entry needs one entry operator, {topo.name} has {len(entries)} "
-            "(each would decide its own shedding): use admission: ingress"
-        )
-    if topo[entries[0]].stateful:
-        raise ValueError(
-            f"admission: entry needs a stateless entry operator; {entries[0]} is keyed, and "
-            "the source's partitions are not known to be partitioned by its key: use "
-            "admission: ingress"
-        )
-    if len(topo.source.topics) > 1:
-        raise ValueError("admission: entry reads one source topic: use admission: ingress")
-    if task_window_s <= 0:
-        raise ValueError("admission: entry needs task epochs (SPS_TASK_WINDOW_S > 0)")
-
-
-def source_topic(settings: Any, topo: Topology) -> str:
-    """The topic the source's events are read from: the topology's, else the ingress's."""
-    return topo.source.topic(str(settings.topics.ingress))
+    step (``las.site.entry_step_refusal``), for a deployment that asked for it."""
+    refused = entry_step_refusal(topo, task_window_s)
+    if refused is not None:
+        raise ValueError(f"{refused}: use admission: ingress (or auto)")
 
 
 def decode_chunk(

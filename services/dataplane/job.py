@@ -15,10 +15,12 @@ from prometheus_client import CollectorRegistry
 
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.las.site import resolve as resolve_admission
+from elastic_sps.las.site import source_topic
 from elastic_sps.logs import configure_logging
 from elastic_sps.model import topology as topology_mod
 from elastic_sps.services.dataplane import daemon
-from elastic_sps.services.dataplane.admission import check_entry_step, source_topic
+from elastic_sps.services.dataplane.admission import check_entry_step
 from elastic_sps.services.dataplane.cluster import (
     check_executors,
     forwarded_env,
@@ -376,6 +378,7 @@ def run(settings: DataplaneSettings) -> None:
     try:
         topo = prepare_topology(settings)
         check_durability(settings, topo)
+        settings = settings.model_copy(update={"admission": resolve_admission(settings, topo)})
         if settings.admission == "entry":
             check_entry_step(topo, settings.task_window_s)
     except (OperatorLoadError, NotDurableError, ValueError) as exc:

@@ -23,7 +23,6 @@ from prometheus_client.registry import Collector
 
 from elastic_sps.io import rescale_timeline
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
-from elastic_sps.io.marks import text
 
 log = logging.getLogger("sps.dataplane")
 COUNTS = ("processed", "expired", "dead")
@@ -119,7 +118,7 @@ def serving(r: Any, keys: Keys, holder: str, queries: list[Any]) -> bool:
     warm-up batch has started serving (``Keys.tasks_serving``), or every query waits for
     data: Spark plans a batch only once there is some, so an idle pipeline serves by
     waiting."""
-    if text(r.get(keys.tasks_serving) or b"") == holder:
+    if r.sismember(keys.tasks_serving, holder):
         return True
     return all(_waiting(q.status or {}) for q in queries)
 

@@ -385,7 +385,7 @@ def run_group(
     if entry is not None:
         entry.planned(records, began_read)
     if holder:
-        g.r.set(g.keys.tasks_serving, holder)
+        g.r.sadd(g.keys.tasks_serving, holder)
     window = o.task_window_s
     if window > 0:
         stop = resized(g, keyed_active or {})

@@ -243,7 +243,7 @@ def up(
             **(extra_env or {}),
             **({"SPS_TAU_MS": str(tau_ms)} if tau_ms is not None else {}),
         }
-        admission = _admission(env)
+        admission = env["SPS_ADMISSION"] = _admission(env, topo, bootstrap, replace or {})
         _create_topics(bootstrap, topo, prefix, admission)
         ens = Ensemble(
             bootstrap, redis_url, run_dir, env, redis_server=server, commands=dict(replace or {})
@@ -287,11 +287,33 @@ def _servers(stack: contextlib.ExitStack, run_dir: Path) -> tuple[str, embedded.
     return bootstrap, stack.enter_context(embedded.redis_handle(data_dir=str(run_dir / "redis")))
 
 
-def _admission(env: dict[str, str]) -> str:
-    """Where the ensemble's services admit events (``SPS_ADMISSION``, checked)."""
-    if "SPS_ADMISSION" not in env:
-        return str(ServiceSettings().admission)
-    return str(ServiceSettings.model_validate({"admission": env["SPS_ADMISSION"]}).admission)
+def _admission(
+    env: dict[str, str], topo: Topology, bootstrap: str, replace: dict[str, list[str]]
+) -> str:
+    """Where the ensemble's services admit events (``SPS_ADMISSION``, checked; ``auto``
+    resolved once, ``las.site``), handed to every service so that all agree. A swapped-in
+    ingress is the one that admits under ``auto``: two doors would admit each event twice."""
+    from elastic_sps.las.site import resolve
+
+    if "ingress" in replace and env.get("SPS_ADMISSION", "auto") == "auto":
+        return "ingress"
+    checked = ServiceSettings.model_validate(
+        {
+            k: env[f"SPS_{k.upper()}"]
+            for k in ("admission", "task_window_s")
+            if f"SPS_{k.upper()}" in env
+        }
+    )
+    settings = ServiceSettings().model_copy(
+        update={
+            "kafka_bootstrap_servers": bootstrap,
+            "redis_url": env["SPS_REDIS_URL"],
+            "key_prefix": env["SPS_KEY_PREFIX"],
+            "admission": checked.admission,
+            "task_window_s": checked.task_window_s,
+        }
+    )
+    return resolve(settings, topo)
 
 
 def _create_topics(bootstrap: str, topo: Topology, prefix: str, admission: str) -> None:

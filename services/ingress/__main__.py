@@ -12,7 +12,9 @@ from prometheus_client import CollectorRegistry
 
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.las.site import resolve as resolve_admission
 from elastic_sps.logs import configure_logging
+from elastic_sps.model import topology
 from elastic_sps.pipeline.costs import service_topology
 from elastic_sps.services.ingress.loop import Ingress
 from elastic_sps.services.ops_server import serve
@@ -25,7 +27,7 @@ def stand_aside(settings: IngressSettings) -> None:
     """With admission at the entry step the entry operator's replicas read the source:
     an ingress started anyway (a compose file that lists it) reads nothing, and says so
     on /health, until it is stopped."""
-    log.info("SPS_ADMISSION=entry: the entry operator's replicas admit; the ingress reads nothing")
+    log.info("admission at the entry step: the entry operator's replicas admit; nothing read here")
     serve(
         "ingress",
         settings.web_host,
@@ -41,7 +43,7 @@ def stand_aside(settings: IngressSettings) -> None:
 
 def main(settings: IngressSettings) -> None:
     configure_logging("ingress")
-    if settings.admission == "entry":
+    if resolve_admission(settings, topology.load(settings.topology)) == "entry":
         stand_aside(settings)
         return
     topo = service_topology(settings)

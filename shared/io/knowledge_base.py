@@ -34,6 +34,8 @@ dataplane and the ingress read them through it.
 | {p}:dp:{op}:epoch, {p}:applied:{op}:* | hash   | keyed replicas      | keyed replicas (fence) |
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
 | {p}:las:{op}:deltas                   | list   | dataplane operator  | ingress shedder        |
+| {p}:admission:site                    | string | the first resolver  | dataplane, ingress, up |
+| {p}:dp:serving_holders                | set    | dataplane tasks     | dataplane /health      |
 """
 
 from __future__ import annotations
@@ -76,10 +78,17 @@ class Keys:
         return f"{self.prefix}:dp:serving"
 
     @property
+    def admission_site(self) -> str:
+        """Where LAS admits under ``admission: auto`` (``las.site``): recorded by the first
+        service to decide, so that every later start of any service decides the same."""
+        return f"{self.prefix}:admission:site"
+
+    @property
     def tasks_serving(self) -> str:
-        """The dataplane process (its lease id) whose tasks serve the replicas: set as a
-        task past the warm-up batch starts serving."""
-        return f"{self.prefix}:dp:tasks_serving"
+        """The dataplane processes (their lease ids, a set) whose tasks have served the
+        replicas: added as a task past the warm-up batch starts serving (a set, so that
+        an old holder's late task cannot take a new holder's mark away)."""
+        return f"{self.prefix}:dp:serving_holders"
 
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""

@@ -202,11 +202,13 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
         time.sleep(0.5)
     sent += replay(stack, seconds=6)
     # the replicas serve the new count at once; the next epoch (SPS_TASK_WINDOW_S) is
-    # planned with it
+    # planned with it. The chain admits at its entry step (SPS_ADMISSION=auto: one
+    # stateless entry chain, its source topic made with a partition per replica), so
+    # its 3 replicas own the source's 4 partitions between them.
     deadline = time.monotonic() + 90
     while True:
         batches = KnowledgeBase(r).batches(CHAIN)
-        if any(b["active"] == 3 and b["slots"] == [0, 1, 2] for b in batches):
+        if any(b["active"] == 3 and b["slots"] == [0, 1, 2, 3] for b in batches):
             break
         assert time.monotonic() < deadline, batches[-5:]
         time.sleep(1)

@@ -77,6 +77,7 @@ def test_resize_mid_stream_loses_nothing_and_never_restarts(
         "SPS_KEY_PREFIX": tag,
         "SPS_TRACK_IDS": "true",
         "SPS_TOPOLOGY": "twitter",
+        "SPS_ADMISSION": "ingress",  # the test feeds the entry operator's topic itself
         "SPS_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
         **topics,
         **spark,

@@ -126,10 +126,13 @@ def test_health_waits_for_this_process_s_tasks_to_serve(redis_client):
     # finished, data waiting, the next batch planned, no task past the warm-up serves yet
     assert ok(_Query({"batchId": 0})) == (False, False)
     # another process's tasks (a holder before this one) do not count
-    redis_client.set(keys.tasks_serving, "host:1:old")
+    redis_client.sadd(keys.tasks_serving, "host:1:old")
     assert ok(_Query({"batchId": 0})) == (False, False)
     # nothing to read: Spark plans no batch until data comes, and the pipeline serves
     assert ok(_Query({"batchId": 0}, data=False, trigger=False)) == (True, True)
     # a task of this process serves
-    redis_client.set(keys.tasks_serving, me)
+    redis_client.sadd(keys.tasks_serving, me)
+    assert ok(_Query({"batchId": 0})) == (True, True)
+    # the old holder's task starting late does not take this process's mark away
+    redis_client.sadd(keys.tasks_serving, "host:1:old")
     assert ok(_Query({"batchId": 0})) == (True, True)

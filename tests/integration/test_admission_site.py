@@ -1,0 +1,87 @@
+"""``admission: auto`` against a real broker and redis-server
+(``elastic_sps.las.site.resolve``): a missing source topic is created with a partition
+per entry replica and admitted at the entry step; a user's topic with fewer partitions
+than the entry pool keeps the ingress, and is left as it was; the first decision is
+recorded, and a later start decides the same even after the topic changed."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.kafka_admin import ensure_topics, partition_count
+from elastic_sps.las.site import resolve
+from elastic_sps.model.topology import from_dict
+from elastic_sps.settings import ServiceSettings
+
+pytestmark = pytest.mark.integration
+
+
+def pipeline(topic: str) -> Any:
+    return from_dict(
+        {
+            "name": "t",
+            "source": {"topics": [topic]},
+            "operators": [
+                {"name": "a", "code": "tests.support.engine_ops:relabel", "max_replicas": 3}
+            ],
+            "edges": [{"from": "source", "to": "a"}],
+        }
+    )
+
+
+def settings(bootstrap: str, redis_url: str, admission: str = "auto", prefix: str = "") -> Any:
+    return ServiceSettings(
+        kafka_bootstrap_servers=bootstrap,
+        redis_url=redis_url,
+        key_prefix=prefix or f"site{uuid.uuid4().hex[:8]}",
+        admission=admission,
+    )
+
+
+def fresh_topic() -> str:
+    return f"auto-{uuid.uuid4().hex[:8]}"
+
+
+def test_a_missing_source_topic_is_made_for_the_entry_step(kafka_bootstrap, redis_url):
+    topic = fresh_topic()
+    assert resolve(settings(kafka_bootstrap, redis_url), pipeline(topic)) == "entry"
+    assert partition_count(kafka_bootstrap, topic) == 3
+
+
+def test_a_topic_with_too_few_partitions_keeps_the_ingress_and_is_left_as_it_was(
+    kafka_bootstrap, redis_url
+):
+    topic = fresh_topic()
+    ensure_topics(kafka_bootstrap, [topic], partitions=2)
+    assert resolve(settings(kafka_bootstrap, redis_url), pipeline(topic)) == "ingress"
+    assert partition_count(kafka_bootstrap, topic) == 2
+
+
+def test_the_first_decision_holds_for_every_later_start(kafka_bootstrap, redis_url):
+    topic = fresh_topic()
+    ensure_topics(kafka_bootstrap, [topic], partitions=2)
+    first = settings(kafka_bootstrap, redis_url)
+    assert resolve(first, pipeline(topic)) == "ingress"
+    # the user gives the topic enough partitions while the deployment runs: a service
+    # restarted now still finds the ingress admitting, as the running ones do
+    admin = AdminClient(kafka_config(kafka_bootstrap))
+    for fut in admin.create_partitions([NewPartitions(topic, 4)]).values():
+        fut.result()
+    assert partition_count(kafka_bootstrap, topic, wait_s=15.0) == 4
+    assert resolve(first, pipeline(topic)) == "ingress"
+    # a new deployment (another key prefix) decides afresh
+    assert resolve(settings(kafka_bootstrap, redis_url), pipeline(topic)) == "entry"
+
+
+def test_a_named_site_is_taken_as_named(kafka_bootstrap, redis_url):
+    topic = fresh_topic()
+    for site in ("ingress", "entry"):
+        assert resolve(settings(kafka_bootstrap, redis_url, site), pipeline(topic)) == site
+    # nothing made for a named site (all topics listed: asking for one may create it)
+    listed = AdminClient(kafka_config(kafka_bootstrap)).list_topics(timeout=15).topics
+    assert topic not in listed
