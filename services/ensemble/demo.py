@@ -23,6 +23,7 @@ from elastic_sps.model import traces
 from elastic_sps.model.operator import Operator
 from elastic_sps.services.ensemble import report as report_mod
 from elastic_sps.services.ensemble import state_moves
+from elastic_sps.services.ensemble.drain import drain
 from elastic_sps.services.ensemble.live_view import Feed, render
 from elastic_sps.services.ensemble.replay import (
     WARMUP_S,
@@ -147,7 +148,7 @@ def run(
         )
         # the warm-up's events processed; its windows may fire during the replay
         prefix = ens.env["SPS_KEY_PREFIX"]
-        _drain(redis_client(ens.redis_url), prefix, topo, ens, 90, lambda: None, quiet_s=2.0)
+        drain(redis_client(ens.redis_url), prefix, topo, ens, 90, lambda: None, quiet_s=2.0)
         replayed = _replay_and_drain(
             ens, topo, ticks, events, during, console if live else None, drain_s, warm
         )
@@ -215,13 +216,13 @@ def _replay_and_drain(
     try:
         if feed is None:
             t.join()
-            _drain(r, prefix, topo, ens, drain_s, lambda: None)
+            drain(r, prefix, topo, ens, drain_s, lambda: None)
             return out
         with Live(render(topo, feed), console=console, refresh_per_second=2) as view:
             while t.is_alive():
                 view.update(render(topo, feed, "replaying", ens.restarts))
                 time.sleep(0.5)
-            _drain(
+            drain(
                 r,
                 prefix,
                 topo,
@@ -379,49 +380,3 @@ def write_outputs(read: dict[str, list[Any]], run_dir: Path) -> dict[str, str]:
         path.write_text("".join(json.dumps(row) + "\n" for row in rows))
         files[topic] = str(path)
     return files
-
-
-def _quiet_s(ens: Any) -> float:
-    """The source's idle time, two checkpoints (what a fired window's counters take to
-    show) and two polls of the drain, as the ensemble's services are set."""
-    env = getattr(ens, "env", {})
-    names = ("idle_s", "checkpoint_s", "task_window_s")
-    s = ServiceSettings(**{n: env[f"SPS_{n.upper()}"] for n in names if f"SPS_{n.upper()}" in env})
-    # counters are published at each checkpoint, or only at an epoch's end without them
-    return s.idle_s + 2 * (s.checkpoint_s or s.task_window_s) + 1
-
-
-def _drain(
-    r: Any,
-    prefix: str,
-    topo: Any,
-    ens: Any,
-    drain_s: float,
-    tick: Any,
-    quiet_s: float | None = None,
-) -> None:
-    """Wait until the ingress has taken everything, every operator's query has committed
-    up to the partition ends the producers recorded, and nothing has moved since for
-    longer than a source partition takes to be declared idle (``quiet_s``, by default
-    ``_quiet_s``): until then, a partition that stopped first holds windows open, which
-    fire at the idle declaration. Or time out. Event-driven: a slow machine only takes
-    longer, it does not end the drain early."""
-    kb = KnowledgeBase(r, prefix)
-    deadline = time.monotonic() + drain_s
-    quiet_s = _quiet_s(ens) if quiet_s is None else quiet_s
-    quiet_since, last = time.monotonic(), None
-    while time.monotonic() < deadline:
-        tick()
-        behind = 0
-        for op in topo.operators:
-            behind += sum(kb.backlog(op.name, op.max_replicas))
-        # what every stage has done (its counters, published at each checkpoint)
-        progress = (
-            kb.ingress_counts().get("received"),
-            [sorted(kb.counts(op.name).items()) for op in topo.operators],
-        )
-        if behind or progress != last:
-            quiet_since, last = time.monotonic(), progress
-        elif time.monotonic() - quiet_since >= quiet_s:
-            return
-        time.sleep(0.5)

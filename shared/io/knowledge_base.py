@@ -41,7 +41,7 @@ dataplane and the ingress read them through it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -312,13 +312,15 @@ class KnowledgeBase:
         # one task per partition per batch, batches in order: a plain HSET
         pipe.hset(self.keys.committed(op), mapping={str(j): v for j, v in done.items()})
 
-    def backlog(self, op: str, partitions: int) -> list[int]:
-        """Events waiting per partition of an operator: recorded end − committed offset."""
+    def backlog(self, op: str, partitions: int, ends: Sequence[int] | None = None) -> list[int]:
+        """Events waiting per partition of an operator: recorded end (or ``ends``, e.g.
+        the broker's) − committed offset."""
         pipe = self.r.pipeline(transaction=False)
         pipe.hgetall(self.keys.ends(self.keys.topic(op)))
         pipe.hgetall(self.keys.committed(op))
-        ends, done = (_int_hash(x) for x in pipe.execute())
-        return [max(0, ends.get(j, 0) - done.get(j, 0)) for j in range(partitions)]
+        recorded, done = (_int_hash(x) for x in pipe.execute())
+        at = dict(enumerate(ends)) if ends is not None else recorded
+        return [max(0, at.get(j, 0) - done.get(j, 0)) for j in range(partitions)]
 
     def record_utilisation(self, pipe: Any, op: str, replica: int, share: float) -> None:
         pipe.hset(self.keys.utilisation(op), str(replica), share)
