@@ -163,26 +163,21 @@ def check_durability(settings: DataplaneSettings, topo: Any) -> None:
 def entry_source(settings: DataplaneSettings, topo: Any) -> tuple[str, int]:
     """With admission at the entry step: the source topic the entry operator reads and its
     partition count (``check_entry_step`` said it may)."""
-    from confluent_kafka.admin import AdminClient
-
-    from elastic_sps.io.connections import kafka_config
+    from elastic_sps.io.kafka_admin import partition_count
 
     topic = source_topic(settings, topo)
-    meta = AdminClient(kafka_config(settings.kafka_bootstrap_servers)).list_topics(
-        topic, timeout=15
-    )
-    found = meta.topics.get(topic)
-    if found is None or found.error is not None or not found.partitions:
+    partitions = partition_count(settings.kafka_bootstrap_servers, topic)
+    if not partitions:
         raise SystemExit(f"dataplane: the source topic {topic!r} is not readable")
     entry = topo[topo.entry_operators[0]]
     pool = settings.fixed_replicas or entry.max_replicas  # the most it will run
-    if len(found.partitions) < pool:  # the plan would count replicas with nothing to read
+    if partitions < pool:  # the plan would count replicas with nothing to read
         raise SystemExit(
             f"dataplane: admission: entry: {entry.name}'s replicas own {topic!r}'s "
-            f"partitions, {len(found.partitions)} of them for a pool of {pool}: give the "
+            f"partitions, {partitions} of them for a pool of {pool}: give the "
             f"topic at least {pool} partitions, lower max_replicas, or use admission: ingress"
         )
-    return topic, len(found.partitions)
+    return topic, partitions
 
 
 def source_frame(
