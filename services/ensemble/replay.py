@@ -111,7 +111,8 @@ def replay(
     latency by. ``sent_by_interval``, if given, receives the events sent per interval of
     ``td`` seconds (the ground truth). ``events``: the records to send, shared by the
     replays of one run (default: the topology's, from the start)."""
-    producer = Producer(kafka_config(bootstrap, **{"linger.ms": 10}))
+    # idempotent: a batch retried on a new topic's first produce never lands behind later ones
+    producer = Producer(kafka_config(bootstrap, **{"linger.ms": 10, "enable.idempotence": True}))
     if events is None:
         events = sample_events(topo, events_file, seed)
     sent = 0

@@ -114,7 +114,7 @@ def wait_until(check: Any, what: str, timeout_s: float = 60) -> None:
 
 def produce(bootstrap: str, topic: str, partition: int, times: list[int], *raw: bytes) -> None:
     """Orders at event times ``times`` (their ids o<t>), then the ``raw`` records."""
-    producer = Producer(kafka_config(bootstrap))
+    producer = Producer(kafka_config(bootstrap, **{"enable.idempotence": True}))  # in order
     for t in times:
         body = orjson.dumps({"id": f"o{t}", "key": f"k{t % 2}", "t": t, "sum": t})
         producer.produce(topic, body, partition=partition)

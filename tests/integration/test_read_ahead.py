@@ -30,7 +30,7 @@ def test_a_feed_holds_about_its_limit_and_pausing_loses_nothing(
 ) -> None:
     topic = f"ra{uuid.uuid4().hex[:6]}"
     ensure_topics(kafka_bootstrap, [topic], partitions=2)
-    producer = Producer(kafka_config(kafka_bootstrap))
+    producer = Producer(kafka_config(kafka_bootstrap, **{"enable.idempotence": True}))  # in order
     for k in range(RECORDS):
         producer.produce(topic, str(k).encode(), partition=k % 2)
     producer.flush(10)
