@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.state_store import PartitionStore
@@ -30,14 +31,15 @@ class KeyedSlot:
     def prefetch(self, events: list[Envelope]) -> list[str | None]:
         """The state the events will read, and whether they were applied, in one trip;
         returns each event's key (None: it has none), extracted once for the engine."""
-        op = self.g.op
+        op, window = self.g.op, self.g.core.window
+        fields = window.fields if window is not None else partial(state_fields, op)
         keys = [key_or_none(op, ev.payload) for ev in events]
         self.store.prefetch(
             [
                 f
                 for ev, key in zip(events, keys, strict=True)
                 if key is not None
-                for f in state_fields(op, key, ev.event_time)
+                for f in fields(key, ev.event_time)
             ],
             [f"{ev.src}>{ev.id}" for ev in events],  # Event.once_key
         )

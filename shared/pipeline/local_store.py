@@ -76,5 +76,6 @@ class MemoryStore:
         return {field: v for (kind, _, field), v in self._values.items() if kind == "s"}
 
     def open_windows(self) -> int:
-        """How many windows hold an accumulator (closed ones are gone once fired)."""
+        """How many window accumulators it holds, windows' or panes' (a closed window's
+        and its last pane's are gone once fired)."""
         return sum(1 for (kind, _, _) in self._values if kind == "w")

@@ -7,12 +7,18 @@
   ``add(acc, payload) -> acc`` and optionally ``result(acc) -> value`` and
   ``merge(a, b) -> acc`` (sessions need it). When a window closes (``windows.py``) the
   operator emits ``{"key", "start", "end", "value"}`` with the id ``<key>@<start>``, once
-  per key and window; an event whose every window has closed is ``Late``.
+  per key and window; an event whose every window has closed is ``Late``. A hopping
+  window whose size is a whole number of slides, with an aggregate that can ``merge``,
+  keeps one accumulator per key and slide (a pane) and merges a window's panes when it
+  closes: an event is added once, not once per window it falls in (Flink's window
+  slicing).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -183,17 +189,36 @@ class MemberStates:
             state.save()
 
 
-def state_fields(op: Operator, key: str, t: float) -> list[tuple[str, int, str]]:
+def state_fields(op: Operator, key: str, t: float, panes: int = 0) -> list[tuple[str, int, str]]:
     """The store entries an event with ``key`` (``event_key``) will read: its key's
     state (a keyed chain's: each keyed member's too), or its windows' accumulators (a
-    session: the key's sessions)."""
+    session: the key's sessions; ``panes`` slides a window: its pane's)."""
     g = key_group(key, op.key_groups)
     if op.window is None:
         kinds = ["s"] + [member_kind(m.name) for m in op.keyed_members]
         return [(kind, g, key) for kind in kinds]
     if op.window.kind == "session":
         return [("w", g, window_field(key, None))]
+    if panes:
+        return [("w", g, pane_field(key, math.floor(t / op.window.slide_s)))]
     return [("w", g, window_field(key, start)) for start, _ in op.window.assign(t)]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def pane_field(key: str, n: int) -> str:
+    """Pane ``n`` of ``key`` (event times [n, n + 1) slides) in its group's hash: apart
+    from every window's field."""
+    return orjson.dumps([key, n, "pane"]).decode()
+
+
+def slides_per_window(op: Operator, aggregate: Any) -> int:
+    """How many panes a window of ``op`` merges; 0: it keeps an accumulator per window
+    (not hopping, a size not a whole number of slides, or an aggregate without merge)."""
+    spec = op.window
+    if spec is None or spec.kind != "hopping" or not callable(getattr(aggregate, "merge", None)):
+        return 0
+    k = spec.size_s / spec.slide_s
+    return round(k) if abs(k - round(k)) < 1e-9 and round(k) > 1 else 0
 
 
 class Late(ValueError):
@@ -228,6 +253,11 @@ class WindowAggregator:
             raise OperatorLoadError(
                 f"operator {op.name!r}: a session window's aggregate needs merge(a, b)"
             )
+        self.panes = slides_per_window(op, aggregate)
+
+    def fields(self, key: str, t: float) -> list[tuple[str, int, str]]:
+        """The store entries an event at ``t`` with ``key`` reads (``state_fields``)."""
+        return state_fields(self.op, key, t, self.panes)
 
     def add(self, store: Store, payload: Any, t: float, key: str | None = None) -> None:
         """Add one event (event time ``t``; ``key``: its key if extracted already) to its
@@ -241,6 +271,9 @@ class WindowAggregator:
         open_windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
         if not open_windows:
             raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
+        if self.panes:
+            self._add_to_pane(store, g, key, payload, t, open_windows)
+            return
         updates: list[tuple[str, float | None, Any]] = []
         for start, end in open_windows:
             field = window_field(key, start)
@@ -252,6 +285,20 @@ class WindowAggregator:
             store.put("w", g, field, acc)
             if opened_end is not None:  # a window with an accumulator has its end recorded
                 store.set_end(g, field, opened_end)
+
+    def _add_to_pane(
+        self, store: Store, g: int, key: str, payload: Any, t: float, windows: list[Any]
+    ) -> None:
+        """The event into its pane; each open window it falls in recorded by its end."""
+        field = pane_field(key, math.floor(t / self.spec.slide_s))
+        acc = store.get("w", g, field)
+        store.put(
+            "w", g, field, self.agg.add(self.agg.initial() if acc is MISSING else acc, payload)
+        )
+        for start, end in windows:
+            window = window_field(key, start)
+            if store.end_of(g, window) is None:
+                store.set_end(g, window, end)
 
     def _add_session(self, store: Store, g: int, key: str, payload: Any, t: float) -> None:
         gap = self.spec.size_s
@@ -284,13 +331,7 @@ class WindowAggregator:
         due = store.due(watermark - self.spec.lateness_s)
         if not due:
             return []
-        wanted = []
-        for g, field, _ in due:
-            key, start = orjson.loads(field)
-            wanted.append(
-                ("w", g, field if self.spec.kind != "session" else window_field(key, None))
-            )
-        store.prefetch(wanted)
+        store.prefetch([w for g, field, _ in due for w in self._reads(g, field)])
         out = []
         for g, field, end in due:
             key, start = orjson.loads(field)
@@ -303,7 +344,37 @@ class WindowAggregator:
             out.append(WindowResult(f"{key}@{start}", float(end), body))
         return out
 
+    def _reads(self, g: int, field: str) -> list[tuple[str, int, str]]:
+        """What closing the window ``field`` reads: its accumulator, its panes or its
+        key's sessions."""
+        if self.spec.kind == "session":
+            return [("w", g, window_field(orjson.loads(field)[0], None))]
+        if self.panes:
+            key, start = orjson.loads(field)
+            first = round(start / self.spec.slide_s)
+            return [("w", g, pane_field(key, n)) for n in range(first, first + self.panes)]
+        return [("w", g, field)]
+
+    def _merged(self, store: Store, g: int, key: str, start: float) -> Any:
+        """A window's panes merged, oldest first, the first copied (a pane serves later
+        windows too, and ``merge`` may change its first argument); its first pane, which
+        no later window holds, removed."""
+        first = round(start / self.spec.slide_s)
+        acc = MISSING
+        for n in range(first, first + self.panes):
+            pane = store.get("w", g, pane_field(key, n))
+            if pane is not MISSING:
+                acc = (
+                    orjson.loads(orjson.dumps(pane))
+                    if acc is MISSING
+                    else self.agg.merge(acc, pane)
+                )
+        store.delete("w", g, pane_field(key, first))
+        return acc
+
     def _take(self, store: Store, g: int, key: str, start: float, field: str) -> Any:
+        if self.panes:
+            return self._merged(store, g, key, start)
         if self.spec.kind != "session":
             acc = store.get("w", g, field)
             store.delete("w", g, field)

@@ -1,0 +1,96 @@
+"""A hopping window whose size is a whole number of slides keeps one accumulator per key
+and slide (a pane), merged when a window closes: the results are the per-window ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from elastic_sps.model import topology
+from elastic_sps.pipeline.local_store import MemoryStore
+from elastic_sps.pipeline.stateful import Count, WindowAggregator, slides_per_window
+
+pytestmark = pytest.mark.unit
+
+
+def _op(window: dict[str, float]) -> Any:
+    doc = {"name": "w", "et_ms": 1, "key": "field:k", "window": window}
+    topo = topology.from_dict({"operators": [doc], "edges": [{"from": "source", "to": "w"}]})
+    return topo["w"]
+
+
+class InPlaceCount:
+    """Merges into its first argument, as a user's aggregate may."""
+
+    def initial(self) -> dict[str, int]:
+        return {"n": 0}
+
+    def add(self, acc: dict[str, int], payload: Any) -> dict[str, int]:
+        acc["n"] += 1
+        return acc
+
+    def merge(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+        a["n"] += b["n"]
+        return a
+
+    def result(self, acc: dict[str, int]) -> int:
+        return acc["n"]
+
+
+class NoMerge:
+    def initial(self) -> int:
+        return 0
+
+    def add(self, acc: int, payload: Any) -> int:
+        return acc + 1
+
+
+def _counts(agg: Any, times: list[float], watermark_before: dict[float, float]) -> dict:
+    """Each window's value after events at ``times`` (key "a"), the watermark set to
+    ``watermark_before[t]`` (firing what it closes) before the event at ``t``."""
+    w = WindowAggregator(_op({"hopping_s": 10, "slide_s": 2}), agg)
+    store, out = MemoryStore(), {}
+    for t in times:
+        if t in watermark_before:
+            store.watermark = watermark_before[t]
+            out |= {(r.payload["start"], r.payload["end"]): r.payload["value"]
+                    for r in w.fire(store, store.watermark)}  # fmt: skip
+        w.add(store, {"k": "a"}, t)
+    store.watermark = 1000.0
+    out |= {
+        (r.payload["start"], r.payload["end"]): r.payload["value"] for r in w.fire(store, 1000.0)
+    }
+    assert store.open_windows() == 0  # every pane gone with its last window
+    return out
+
+
+def test_each_window_counts_the_events_of_its_panes():
+    # t = 1, 3, 5, 11 in windows of 10 s sliding by 2 s, counted by hand
+    starts = [-8.0, -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    want = {(s, s + 10): n for s, n in zip(starts, [1, 2, 3, 3, 3, 3, 2, 1, 1, 1], strict=True)}
+    assert _counts(Count(), [1, 3, 5, 11], {}) == want
+    assert _counts(InPlaceCount(), [1, 3, 5, 11], {}) == want  # a pane is not merged into
+
+
+def test_an_event_counts_only_in_its_windows_still_open():
+    # at t = 5 the watermark is 8: [-8, 2) .. [-2, 8) have closed (and fired) without it
+    got = _counts(Count(), [1, 3, 5, 11], {5: 8.0})
+    assert got[(-4.0, 6.0)] == 2 and got[(-2.0, 8.0)] == 2
+    assert got[(0.0, 10.0)] == 3 and got[(2.0, 12.0)] == 3 and got[(4.0, 14.0)] == 2
+
+
+def test_panes_only_where_a_window_is_whole_slides_and_the_aggregate_merges():
+    assert slides_per_window(_op({"hopping_s": 10, "slide_s": 2}), Count()) == 5
+    assert slides_per_window(_op({"hopping_s": 0.3, "slide_s": 0.1}), Count()) == 3
+    assert slides_per_window(_op({"hopping_s": 5, "slide_s": 2}), Count()) == 0
+    assert slides_per_window(_op({"hopping_s": 10, "slide_s": 2}), NoMerge()) == 0
+    assert slides_per_window(_op({"tumbling_s": 10}), Count()) == 0
+    # without panes the same answers, one accumulator per window
+    w = WindowAggregator(_op({"hopping_s": 10, "slide_s": 2}), NoMerge())
+    store = MemoryStore()
+    for t in (1, 3):
+        w.add(store, {"k": "a"}, t)
+    assert store.open_windows() == 6  # [-8, 2) .. [2, 12)
+    store.watermark = 1000.0
+    assert sorted(r.payload["value"] for r in w.fire(store, 1000.0)) == [1, 1, 2, 2, 2, 2]
