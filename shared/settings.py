@@ -120,6 +120,12 @@ class ServiceSettings(BaseSettings):
         "source and produces what it admits into the entry operator's topic), or auto: "
         "entry wherever the pipeline allows it, else ingress, logged with the reason.",
     )
+    fixed_replicas: int | None = _f(
+        None,
+        "Ignore the plan and run this many replicas (a benchmark baseline; the entry "
+        "step's pool then).",
+        ge=1,
+    )
     cores: int | None = _f(
         None,
         "Cores CPU-bound replicas run on: a Spark task each up to this many, and the plan "
@@ -293,9 +299,6 @@ class DataplaneSettings(AdmissionSettings):
         "watermarks",
         "Where a batch learns partition ends: the broker's high watermarks, or the "
         "producers' delivery reports (registry).",
-    )
-    fixed_replicas: int | None = _f(
-        None, "Ignore the plan and run this many replicas (a benchmark baseline).", ge=1
     )
     operator_failure_share: float = _f(
         MAX_FAILURE_SHARE,

@@ -11,12 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
+from redis.exceptions import RedisError
 
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
+from elastic_sps.las.site import entry_pool, source_topic
 from elastic_sps.las.site import resolve as resolve_admission
-from elastic_sps.las.site import source_topic
 from elastic_sps.logs import configure_logging
 from elastic_sps.model import topology as topology_mod
 from elastic_sps.services.dataplane import daemon
@@ -169,8 +171,7 @@ def entry_source(settings: DataplaneSettings, topo: Any) -> tuple[str, int]:
     partitions = partition_count(settings.kafka_bootstrap_servers, topic)
     if not partitions:
         raise SystemExit(f"dataplane: the source topic {topic!r} is not readable")
-    entry = topo[topo.entry_operators[0]]
-    pool = settings.fixed_replicas or entry.max_replicas  # the most it will run
+    entry, pool = topo[topo.entry_operators[0]], entry_pool(settings, topo)
     if partitions < pool:  # the plan would count replicas with nothing to read
         raise SystemExit(
             f"dataplane: admission: entry: {entry.name}'s replicas own {topic!r}'s "
@@ -376,7 +377,7 @@ def run(settings: DataplaneSettings) -> None:
         settings = settings.model_copy(update={"admission": resolve_admission(settings, topo)})
         if settings.admission == "entry":
             check_entry_step(topo, settings.task_window_s)
-    except (OperatorLoadError, NotDurableError, ValueError) as exc:
+    except (OperatorLoadError, NotDurableError, ValueError, RedisError, KafkaException) as exc:
         log.error("%s", exc)
         raise SystemExit(f"dataplane: {exc}") from None
     create_topics(settings, topo)

@@ -227,6 +227,7 @@ class OperatorReader(DataSourceStreamReader):
         # effect now, for whatever arrives next, not at the next batch planned.
         self._record_effects(reads.active)
         self._reads, self._reads_end = reads, out
+        self._start_reporter()
         return out
 
     def _batch_end(self, op: str, start: dict, reads: BatchReads) -> dict[str, int]:
@@ -366,7 +367,12 @@ class OperatorReader(DataSourceStreamReader):
         batch lasts an epoch, so a thread publishes the same every td in between
         (``_report_queues``)."""
         self._publish_queues(self._reads or self._read(), end)
+
+    def _start_reporter(self) -> None:
+        """The queue reporter, once per reader, from its first plan (``latestOffset``):
+        the entry step's source ends are listed before its first batch commits."""
         if id(self) not in _REPORTERS:
+            self._metrics_producer()  # made here, not by two threads at once
             stopped = _REPORTERS[id(self)] = threading.Event()
             threading.Thread(
                 target=self._report_queues, args=(stopped,), name="sps-queues", daemon=True
@@ -391,13 +397,9 @@ class OperatorReader(DataSourceStreamReader):
     def _publish_queues(self, reads: BatchReads, end: dict) -> None:
         """Each operator's events not yet processed (beyond ``end``, Spark's offsets of the
         batch done, and the replicas' checkpointed progress) and active count."""
-        from confluent_kafka import Producer
-
         from elastic_sps.contracts.metrics import OperatorCounters
-        from elastic_sps.io.connections import kafka_config
 
-        if self._producer is None:
-            self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
+        producer = self._metrics_producer()
         interval = int(time.time() // self.o.td)
         self._list_source_ends(reads)
         for op in self.operators:
@@ -413,8 +415,17 @@ class OperatorReader(DataSourceStreamReader):
                 queued=queued,
                 active_replicas=reads.active[op],
             )
-            self._producer.produce(self.o.metrics_topic, value=rec.model_dump_json().encode())
-        self._producer.flush(10)
+            producer.produce(self.o.metrics_topic, value=rec.model_dump_json().encode())
+        producer.flush(10)
+
+    def _metrics_producer(self) -> Any:
+        from confluent_kafka import Producer
+
+        from elastic_sps.io.connections import kafka_config
+
+        if self._producer is None:
+            self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
+        return self._producer
 
     def _list_source_ends(self, reads: BatchReads) -> None:
         """The entry step's source ends, where the registry keeps an operator's: the

@@ -300,7 +300,7 @@ def _admission(
     checked = ServiceSettings.model_validate(
         {
             k: env[f"SPS_{k.upper()}"]
-            for k in ("admission", "task_window_s")
+            for k in ("admission", "task_window_s", "fixed_replicas")
             if f"SPS_{k.upper()}" in env
         }
     )
@@ -311,6 +311,7 @@ def _admission(
             "key_prefix": env["SPS_KEY_PREFIX"],
             "admission": checked.admission,
             "task_window_s": checked.task_window_s,
+            "fixed_replicas": checked.fixed_replicas,
         }
     )
     return resolve(settings, topo)

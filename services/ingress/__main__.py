@@ -8,7 +8,9 @@ import logging
 import signal
 import threading
 
+from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
+from redis.exceptions import RedisError
 
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys
@@ -43,7 +45,11 @@ def stand_aside(settings: IngressSettings) -> None:
 
 def main(settings: IngressSettings) -> None:
     configure_logging("ingress")
-    if resolve_admission(settings, topology.load(settings.topology)) == "entry":
+    try:
+        site = resolve_admission(settings, topology.load(settings.topology))
+    except (RedisError, KafkaException) as exc:  # the servers: said in one line
+        raise SystemExit(f"ingress: where to admit not resolved: {exc}") from None
+    if site == "entry":
         stand_aside(settings)
         return
     topo = service_topology(settings)

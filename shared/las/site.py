@@ -45,18 +45,27 @@ def entry_step_refusal(topo: Topology, task_window_s: float) -> str | None:
     return None
 
 
-def auto_site(topo: Topology, task_window_s: float, partitions: int) -> tuple[Site, str]:
+def entry_pool(settings: Any, topo: Topology) -> int:
+    """The most replicas the entry operator runs: ``fixed_replicas``, else its largest
+    pool."""
+    return int(settings.fixed_replicas or topo[topo.entry_operators[0]].max_replicas)
+
+
+def auto_site(
+    topo: Topology, task_window_s: float, partitions: int, pool: int | None = None
+) -> tuple[Site, str]:
     """``auto``'s choice for a source topic of ``partitions``, and why: the entry step
-    needs a partition per replica of the entry operator's largest pool (each replica owns
-    partitions; fewer would leave the plan counting replicas with nothing to read)."""
+    needs a partition per replica of the entry operator's largest pool (``pool``, else its
+    max_replicas: each replica owns partitions; fewer would leave the plan counting
+    replicas with nothing to read)."""
     refused = entry_step_refusal(topo, task_window_s)
     if refused is not None:
         return "ingress", refused
     entry = topo[topo.entry_operators[0]]
-    if partitions < entry.max_replicas:
+    pool = pool or int(entry.max_replicas)
+    if partitions < pool:
         return "ingress", (
-            f"the source topic has {partitions} partitions for {entry.name}'s pool of up "
-            f"to {entry.max_replicas}"
+            f"the source topic has {partitions} partitions for {entry.name}'s pool of up to {pool}"
         )
     return "entry", f"{entry.name}'s replicas read the source's {partitions} partitions"
 
@@ -102,7 +111,7 @@ def _decide(settings: Any, topo: Topology) -> tuple[Site, str]:
     partitions = 0
     if entry_step_refusal(topo, settings.task_window_s) is None:
         topic = source_topic(settings, topo)
-        pool = topo[topo.entry_operators[0]].max_replicas
+        pool = entry_pool(settings, topo)
         ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=pool)
         partitions = partition_count(settings.kafka_bootstrap_servers, topic, wait_s=15.0)
-    return auto_site(topo, settings.task_window_s, partitions)
+    return auto_site(topo, settings.task_window_s, partitions, entry_pool(settings, topo))

@@ -79,6 +79,10 @@ class WindowSpec:
             start -= self.slide_s
         return out[::-1]
 
+    def newest(self, t: float) -> tuple[float, float]:
+        """The last of ``assign(t)`` (a hopping or tumbling window's)."""
+        return _bounds(math.floor(t / self.slide_s) * self.slide_s, self.size_s)
+
     def closed(self, end: float, watermark: float | None) -> bool:
         """Whether a window ending at ``end`` has closed under ``watermark``."""
         return watermark is not None and end + self.lateness_s <= watermark

@@ -267,13 +267,13 @@ class WindowAggregator:
         if self.spec.kind == "session":
             self._add_session(store, g, key, payload, t)
             return
+        if self.panes:
+            self._add_to_pane(store, g, key, payload, t)
+            return
         wm = store.watermark
         open_windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
         if not open_windows:
             raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
-        if self.panes:
-            self._add_to_pane(store, g, key, payload, t, open_windows)
-            return
         updates: list[tuple[str, float | None, Any]] = []
         for start, end in open_windows:
             field = window_field(key, start)
@@ -286,15 +286,21 @@ class WindowAggregator:
             if opened_end is not None:  # a window with an accumulator has its end recorded
                 store.set_end(g, field, opened_end)
 
-    def _add_to_pane(
-        self, store: Store, g: int, key: str, payload: Any, t: float, windows: list[Any]
-    ) -> None:
-        """The event into its pane; each open window it falls in recorded by its end."""
-        field = pane_field(key, math.floor(t / self.spec.slide_s))
+    def _add_to_pane(self, store: Store, g: int, key: str, payload: Any, t: float) -> None:
+        """The event into its pane. A new pane records the end of each open window it
+        falls in; a pane there already had them recorded when it opened (the watermark
+        only closes more since), so only its newest window is asked whether it is open."""
+        wm, field = store.watermark, pane_field(key, math.floor(t / self.spec.slide_s))
         acc = store.get("w", g, field)
-        store.put(
-            "w", g, field, self.agg.add(self.agg.initial() if acc is MISSING else acc, payload)
-        )
+        if acc is not MISSING:
+            if self.spec.closed(self.spec.newest(t)[1], wm):
+                raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
+            store.put("w", g, field, self.agg.add(acc, payload))
+            return
+        windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
+        if not windows:
+            raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
+        store.put("w", g, field, self.agg.add(self.agg.initial(), payload))
         for start, end in windows:
             window = window_field(key, start)
             if store.end_of(g, window) is None:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from elastic_sps.las.site import auto_site, entry_step_refusal
+from elastic_sps.las.site import auto_site, entry_pool, entry_step_refusal
 from elastic_sps.model.topology import from_dict
+from elastic_sps.settings import DataplaneSettings
 
 pytestmark = pytest.mark.unit
 
@@ -46,6 +47,15 @@ def test_fewer_source_partitions_than_the_entry_pool_admit_at_the_ingress():
     site, why = auto_site(STATELESS_ENTRY, 30.0, 3)
     assert site == "ingress"
     assert "3 partitions" in why and "up to 4" in why
+
+
+def test_a_pool_held_above_max_replicas_needs_its_own_partitions():
+    # SPS_FIXED_REPLICAS=6 runs 6 entry replicas whatever max_replicas (4) says
+    held = DataplaneSettings(fixed_replicas=6)
+    assert entry_pool(held, STATELESS_ENTRY) == 6
+    assert entry_pool(DataplaneSettings(), STATELESS_ENTRY) == 4
+    site, why = auto_site(STATELESS_ENTRY, 30.0, 4, pool=6)
+    assert site == "ingress" and "up to 6" in why
 
 
 @pytest.mark.parametrize(

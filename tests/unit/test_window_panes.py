@@ -9,7 +9,7 @@ import pytest
 
 from elastic_sps.model import topology
 from elastic_sps.pipeline.local_store import MemoryStore
-from elastic_sps.pipeline.stateful import Count, WindowAggregator, slides_per_window
+from elastic_sps.pipeline.stateful import Count, Late, WindowAggregator, slides_per_window
 
 pytestmark = pytest.mark.unit
 
@@ -94,3 +94,15 @@ def test_panes_only_where_a_window_is_whole_slides_and_the_aggregate_merges():
     assert store.open_windows() == 6  # [-8, 2) .. [2, 12)
     store.watermark = 1000.0
     assert sorted(r.payload["value"] for r in w.fire(store, 1000.0)) == [1, 1, 2, 2, 2, 2]
+
+
+def test_an_event_into_a_pane_held_counts_in_its_open_windows_and_late_when_none_is():
+    # pane [4, 6) opened by t = 4.5; at t = 5 the watermark is 8: [-4, 6) and [-2, 8) closed
+    got = _counts(Count(), [4.5, 5], {5: 8.0})
+    assert got == {(-4.0, 6.0): 1, (-2.0, 8.0): 1, (0.0, 10.0): 2, (2.0, 12.0): 2, (4.0, 14.0): 2}
+    w = WindowAggregator(_op({"hopping_s": 10, "slide_s": 2}), Count())
+    store = MemoryStore()
+    w.add(store, {"k": "a"}, 4.5)
+    store.watermark = 14.0  # its newest window, [4, 14), closed (not yet fired)
+    with pytest.raises(Late):
+        w.add(store, {"k": "a"}, 5)
