@@ -10,10 +10,10 @@ operators chained into one, 2 replicas) is fed ``--events`` at once (``--nexmark
 ``bench_nexmark.py``'s ``elastic-sps-entry`` peer of query Q instead, fed a saturation
 phase of that many events and the flush closing its windows); meanwhile py-spy samples
 every Python process under the dataplane (the driver, the stream readers and Spark's
-Python workers: ``--subprocesses``) at 100 Hz, the thread holding the GIL. Each sample's stack
-is put in the first category, innermost frame first, whose pattern a frame's file or
-function matches. Printed: each category's share of the samples; ``--top CATEGORY`` lists
-that category's busiest frames.
+Python workers: ``--subprocesses``) ``--rate`` times a second (100), the thread holding
+the GIL. Each sample's stack is put in the first category, innermost frame first, whose
+pattern a frame's file or function matches. Printed: each category's share of the
+samples; ``--top CATEGORY`` lists that category's busiest frames.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _frames(stack: str) -> list[str]:
 
 
 def categorise(stack: str) -> str:
-    """py-spy samples only threads that are running (no ``--idle``)."""
+    """The category of one sample (of the thread holding its process's GIL)."""
     frames = _frames(stack)
     for frame in frames:
         for name, patterns in CATEGORIES:
@@ -90,11 +90,11 @@ def top_frames(raw: Path, category: str, k: int = 12) -> list[tuple[str, float]]
     return [(f, round(v / max(1, total), 3)) for f, v in counts.most_common(k)]
 
 
-def _sampling(pid: int, raw: Path) -> subprocess.Popen[bytes]:
+def _sampling(pid: int, raw: Path, rate: int) -> subprocess.Popen[bytes]:
     """py-spy on the process tree under ``pid``, 2 s to attach; only the thread holding
     each process's GIL (``--gil``): py-spy's idle test takes a thread sleeping or waiting
     on a queue, a socket or librdkafka for a running one."""
-    sampling = ["--subprocesses", "--gil", "--rate", "100", "--nonblocking", "--format", "raw"]
+    sampling = ["--subprocesses", "--gil", "--rate", str(rate), "--nonblocking", "--format", "raw"]
     spy = subprocess.Popen(
         [str(PY_SPY), "record", "--pid", str(pid), *sampling, "--output", str(raw)],
         stdout=subprocess.DEVNULL,
@@ -115,7 +115,7 @@ def _peers(args: argparse.Namespace, bootstrap: str, redis_url: str, raw: Path) 
     pipe = elastic_sps(bootstrap, redis_url, fresh_tag("prof"), env, args.chain)
     with running(pipe, bootstrap) as (collector, producer):
         send_all(producer, pipe, collector, 0, 500)  # warm
-        spy = _sampling(pipe.procs[0].proc.pid, raw)  # type: ignore[union-attr]
+        spy = _sampling(pipe.procs[0].proc.pid, raw, args.rate)  # type: ignore[union-attr]
         t0, last = send_all(producer, pipe, collector, 10_000_000, args.events)
         _stopped(spy)
     return last - t0
@@ -129,7 +129,7 @@ def _nexmark(args: argparse.Namespace, bootstrap: str, redis_url: str, raw: Path
         warm.feed(producer, pipe.src, 1000.0)
         collector.wait_for_windows(warm.windows, pipe, 300)
         burst = nexmark.Phase(args.nexmark, args.events, 1000.0, warm.next_base(), 2)
-        spy = _sampling(pipe.procs[0].proc.pid, raw)  # type: ignore[union-attr]
+        spy = _sampling(pipe.procs[0].proc.pid, raw, args.rate)  # type: ignore[union-attr]
         t0 = time.time()
         burst.feed(producer, pipe.src, None)
         last = collector.wait_for_windows(burst.windows, pipe, 300)
@@ -143,6 +143,7 @@ def main() -> None:
     ap.add_argument("--ids", action="store_true", help="with the id ledger on")
     ap.add_argument("--chain", action="store_true", help="the four operators chained")
     ap.add_argument("--nexmark", help="profile this Nexmark query's pipeline instead (q5, q7)")
+    ap.add_argument("--rate", type=int, default=100, help="py-spy's samples a second")
     ap.add_argument("--top", help="a category whose busiest frames to list too")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

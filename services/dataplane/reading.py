@@ -18,6 +18,8 @@ from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.worker import WORKER
 
+FETCH_WAIT_MS = 200
+
 
 def consumer_for(o: SourceOptions, topic: str) -> Consumer:
     """The worker's consumer of one operator's topic: assign only, no group (Spark's
@@ -36,7 +38,10 @@ def consumer_for(o: SourceOptions, topic: str) -> Consumer:
                     "group.id": "sps-dataplane",
                     "enable.auto.commit": False,
                     "enable.partition.eof": False,
-                    "fetch.wait.max.ms": 50,
+                    # how long the broker holds a fetch of partitions with nothing new
+                    # (data ends the wait at once): fetches of an idle topic cost the
+                    # broker CPU, and a partition assigned meanwhile waits this long
+                    "fetch.wait.max.ms": FETCH_WAIT_MS,
                 },
             )
         ),
@@ -217,7 +222,7 @@ def feed_window(
                     reads.note(consumer, topic, feeds)
             pacing.apply(feeds)
             began = time.time()
-            msgs = take_ready(consumer, READ_MAX, min(0.05, left))
+            msgs = take_ready(consumer, READ_MAX, min(STOP_CHECK_S, left))
             if reads is not None:
                 reads.count(msgs, began, len(msgs) < READ_MAX, starts)
             _hand_on(topic, msgs, feeds)
