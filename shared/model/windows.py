@@ -71,21 +71,27 @@ class WindowSpec:
         own window before merging: [t, t + gap)."""
         if self.kind == "session":
             return [(t, t + self.size_s)]
-        last = math.floor(t / self.slide_s) * self.slide_s
-        out = []
-        start = last
-        while start > t - self.size_s:
-            out.append(_bounds(start, self.size_s))
-            start -= self.slide_s
+        out, at = [], round(t, 9)  # to the bounds' own precision
+        m = self.slide_index(t)
+        while (window := bounds(m * self.slide_s, self.size_s))[1] > at:
+            out.append(window)
+            m -= 1
         return out[::-1]
 
-    def newest(self, t: float) -> tuple[float, float]:
-        """The last of ``assign(t)`` (a hopping or tumbling window's)."""
-        return _bounds(math.floor(t / self.slide_s) * self.slide_s, self.size_s)
+    def slide_index(self, t: float) -> int:
+        """The slide ``t`` falls in: the last ``n`` whose window starts at or before ``t``,
+        both to the bounds' 9 decimals (0.3 / 0.1 is 2.9999999999999996)."""
+        at, n = round(t, 9), math.floor(t / self.slide_s)
+        while _clean((n + 1) * self.slide_s) <= at:
+            n += 1
+        while _clean(n * self.slide_s) > at:
+            n -= 1
+        return n
 
     def closed(self, end: float, watermark: float | None) -> bool:
-        """Whether a window ending at ``end`` has closed under ``watermark``."""
-        return watermark is not None and end + self.lateness_s <= watermark
+        """Whether a window ending at ``end`` has closed under ``watermark``: the same
+        float expression a firing asks its store for (``due(watermark - lateness)``)."""
+        return watermark is not None and end <= watermark - self.lateness_s
 
 
 def _positive(value: Any, where: str) -> float:
@@ -99,7 +105,7 @@ def _positive(value: Any, where: str) -> float:
 
 
 @functools.lru_cache(maxsize=4096, typed=True)
-def _bounds(start: float, size_s: float) -> tuple[float, float]:
+def bounds(start: float, size_s: float) -> tuple[float, float]:
     """A window's [start, end) without float noise; cached: consecutive events mostly fall
     in the same windows, and each is asked for twice per event."""
     return _clean(start), _clean(start + size_s)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,6 +28,7 @@ from elastic_sps.io.state_store import MISSING, member_kind, window_field
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.records import lookup_first
 from elastic_sps.model.topology import Operator
+from elastic_sps.model.windows import bounds
 from elastic_sps.pipeline.operators import OperatorLoadError, resolve
 
 
@@ -200,7 +200,7 @@ def state_fields(op: Operator, key: str, t: float, panes: int = 0) -> list[tuple
     if op.window.kind == "session":
         return [("w", g, window_field(key, None))]
     if panes:
-        return [("w", g, pane_field(key, math.floor(t / op.window.slide_s)))]
+        return [("w", g, pane_field(key, op.window.slide_index(t)))]
     return [("w", g, window_field(key, start)) for start, _ in op.window.assign(t)]
 
 
@@ -290,14 +290,19 @@ class WindowAggregator:
         """The event into its pane. A new pane records the end of each open window it
         falls in; a pane there already had them recorded when it opened (the watermark
         only closes more since), so only its newest window is asked whether it is open."""
-        wm, field = store.watermark, pane_field(key, math.floor(t / self.spec.slide_s))
+        spec, wm, n = self.spec, store.watermark, self.spec.slide_index(t)
+        field = pane_field(key, n)
         acc = store.get("w", g, field)
         if acc is not MISSING:
-            if self.spec.closed(self.spec.newest(t)[1], wm):
+            if spec.closed(bounds(n * spec.slide_s, spec.size_s)[1], wm):
                 raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
             store.put("w", g, field, self.agg.add(acc, payload))
             return
-        windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
+        windows = [
+            w
+            for m in range(n - self.panes + 1, n + 1)
+            if not spec.closed((w := bounds(m * spec.slide_s, spec.size_s))[1], wm)
+        ]  # the windows whose panes it joins (``_reads``)
         if not windows:
             raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
         store.put("w", g, field, self.agg.add(self.agg.initial(), payload))
@@ -362,19 +367,16 @@ class WindowAggregator:
         return [("w", g, field)]
 
     def _merged(self, store: Store, g: int, key: str, start: float) -> Any:
-        """A window's panes merged, oldest first, the first copied (a pane serves later
-        windows too, and ``merge`` may change its first argument); its first pane, which
-        no later window holds, removed."""
+        """A window's panes merged, oldest first, each a copy (a pane serves later windows
+        too, and ``merge`` may change either argument, or return one it may change
+        next); its first pane, which no later window holds, removed."""
         first = round(start / self.spec.slide_s)
         acc = MISSING
         for n in range(first, first + self.panes):
             pane = store.get("w", g, pane_field(key, n))
             if pane is not MISSING:
-                acc = (
-                    orjson.loads(orjson.dumps(pane))
-                    if acc is MISSING
-                    else self.agg.merge(acc, pane)
-                )
+                pane = orjson.loads(orjson.dumps(pane))
+                acc = pane if acc is MISSING else self.agg.merge(acc, pane)
         store.delete("w", g, pane_field(key, first))
         return acc
 

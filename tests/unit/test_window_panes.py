@@ -106,3 +106,66 @@ def test_an_event_into_a_pane_held_counts_in_its_open_windows_and_late_when_none
     store.watermark = 14.0  # its newest window, [4, 14), closed (not yet fired)
     with pytest.raises(Late):
         w.add(store, {"k": "a"}, 5)
+
+
+class KeepsLarger:
+    """Returns one of its arguments from ``merge`` and changes its first in place: a
+    stored pane must never be either."""
+
+    def initial(self) -> dict[str, int]:
+        return {"n": 0}
+
+    def add(self, acc: dict[str, int], payload: Any) -> dict[str, int]:
+        acc["n"] += 1
+        return acc
+
+    def merge(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+        if b["n"] > a["n"]:
+            return b
+        a["n"] += b["n"]
+        return a
+
+    def result(self, acc: dict[str, int]) -> int:
+        return acc["n"]
+
+
+def test_a_merge_returning_or_changing_its_arguments_leaves_the_panes_alone():
+    w = WindowAggregator(_op({"hopping_s": 6, "slide_s": 2}), KeepsLarger())
+    store = MemoryStore()
+    for t in (1, 3, 3.5):  # panes [0, 2): 1 event, [2, 4): 2 events
+        w.add(store, {"k": "a"}, t)
+    store.watermark = 1000.0
+    got = {r.payload["start"]: r.payload["value"] for r in w.fire(store, 1000.0)}
+    # [-4, 2): pane 0 alone; [-2, 4): merge(1, 2) returns the 2; [0, 6): 2 + 1 kept
+    assert got == {-4.0: 1, -2.0: 2, 0.0: 2, 2.0: 2}
+
+
+def test_windows_of_a_decimal_slide_take_an_event_on_a_bound_once():
+    # 0.3 / 0.1 is 2.9999999999999996 in floats: t = 0.3 is in [0.1, 0.4) .. [0.3, 0.6)
+    hop = {"hopping_s": 0.3, "slide_s": 0.1}
+    spec = _op(hop).window
+    assert spec.assign(0.3) == [(0.1, 0.4), (0.2, 0.5), (0.3, 0.6)]
+    assert spec.slide_index(0.3) == 3
+    for agg in (Count(), NoMerge()):
+        w, store = WindowAggregator(_op(hop), agg), MemoryStore()
+        for t in (0.05, 0.3):
+            w.add(store, {"k": "a"}, t)
+        store.watermark = 10.0
+        got = {r.payload["start"]: r.payload["value"] for r in w.fire(store, 10.0)}
+        assert got[0] == 1 and got[0.1] == 1 and got[0.3] == 1
+
+
+def test_an_event_is_late_for_a_window_exactly_when_a_firing_would_take_it():
+    # lateness 0.3 in floats: at watermark 1.2, [0.3, 0.9) is not fired (0.9 is above
+    # 1.2 - 0.3 = 0.8999999999999999), so it still takes an event, in both layouts
+    hop = {"hopping_s": 0.6, "slide_s": 0.3, "lateness_s": 0.3}
+    assert not _op(hop).window.closed(0.9, 1.2)
+    for agg in (Count(), NoMerge()):
+        w, store = WindowAggregator(_op(hop), agg), MemoryStore()
+        w.add(store, {"k": "a"}, 0.7)
+        store.watermark = 1.2
+        assert w.fire(store, 1.2) == []
+        w.add(store, {"k": "a"}, 0.65)
+        store.watermark = 10.0
+        got = {r.payload["start"]: r.payload["value"] for r in w.fire(store, 10.0)}
+        assert got == {0.3: 2, 0.6: 2}
