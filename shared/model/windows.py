@@ -71,17 +71,22 @@ class WindowSpec:
         own window before merging: [t, t + gap)."""
         if self.kind == "session":
             return [(t, t + self.size_s)]
-        out, at = [], round(t, 9)  # to the bounds' own precision
         m = self.slide_index(t)
-        while (window := bounds(m * self.slide_s, self.size_s))[1] > at:
+        out = [bounds(m * self.slide_s, self.size_s)]
+        # ends past t to the bounds' own 9 decimals (round(t, 9) costs more than the rest)
+        while (window := bounds((m := m - 1) * self.slide_s, self.size_s))[1] - t > 5e-10:
             out.append(window)
-            m -= 1
         return out[::-1]
 
     def slide_index(self, t: float) -> int:
         """The slide ``t`` falls in: the last ``n`` whose window starts at or before ``t``,
         both to the bounds' 9 decimals (0.3 / 0.1 is 2.9999999999999996)."""
-        at, n = round(t, 9), math.floor(t / self.slide_s)
+        q = t / self.slide_s
+        n = math.floor(q)
+        margin = 1e-6 + abs(q) * 1e-15  # far above q's float error: no bound is near
+        if margin < q - n < 1 - margin:
+            return n
+        at = round(t, 9)
         while _clean((n + 1) * self.slide_s) <= at:
             n += 1
         while _clean(n * self.slide_s) > at:
