@@ -108,25 +108,12 @@ def test_an_event_into_a_pane_held_counts_in_its_open_windows_and_late_when_none
         w.add(store, {"k": "a"}, 5)
 
 
-class KeepsLarger:
+class KeepsLarger(InPlaceCount):
     """Returns one of its arguments from ``merge`` and changes its first in place: a
     stored pane must never be either."""
 
-    def initial(self) -> dict[str, int]:
-        return {"n": 0}
-
-    def add(self, acc: dict[str, int], payload: Any) -> dict[str, int]:
-        acc["n"] += 1
-        return acc
-
     def merge(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-        if b["n"] > a["n"]:
-            return b
-        a["n"] += b["n"]
-        return a
-
-    def result(self, acc: dict[str, int]) -> int:
-        return acc["n"]
+        return b if b["n"] > a["n"] else super().merge(a, b)
 
 
 def test_a_merge_returning_or_changing_its_arguments_leaves_the_panes_alone():
