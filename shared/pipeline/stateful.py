@@ -360,18 +360,23 @@ class WindowAggregator:
         key's sessions."""
         if self.spec.kind == "session":
             return [("w", g, window_field(orjson.loads(field)[0], None))]
-        if self.panes:
+        if self.panes:  # and its own field: what a version before panes kept (``_merged``)
             key, start = orjson.loads(field)
             first = round(start / self.spec.slide_s)
-            return [("w", g, pane_field(key, n)) for n in range(first, first + self.panes)]
+            panes = [("w", g, pane_field(key, n)) for n in range(first, first + self.panes)]
+            return [("w", g, field), *panes]
         return [("w", g, field)]
 
-    def _merged(self, store: Store, g: int, key: str, start: float) -> Any:
+    def _merged(self, store: Store, g: int, key: str, start: float, field: str) -> Any:
         """A window's panes merged, oldest first, each a copy (a pane serves later windows
         too, and ``merge`` may change either argument, or return one it may change
-        next); its first pane, which no later window holds, removed."""
+        next); its first pane, which no later window holds, removed. A window opened by
+        a version that kept an accumulator per window has its events there: merged
+        first, then removed (no pane holds them)."""
         first = round(start / self.spec.slide_s)
-        acc = MISSING
+        acc = store.get("w", g, field)
+        if acc is not MISSING:
+            store.delete("w", g, field)
         for n in range(first, first + self.panes):
             pane = store.get("w", g, pane_field(key, n))
             if pane is not MISSING:
@@ -382,7 +387,7 @@ class WindowAggregator:
 
     def _take(self, store: Store, g: int, key: str, start: float, field: str) -> Any:
         if self.panes:
-            return self._merged(store, g, key, start)
+            return self._merged(store, g, key, start, field)
         if self.spec.kind != "session":
             acc = store.get("w", g, field)
             store.delete("w", g, field)

@@ -156,3 +156,35 @@ def test_an_event_is_late_for_a_window_exactly_when_a_firing_would_take_it():
         store.watermark = 10.0
         got = {r.payload["start"]: r.payload["value"] for r in w.fire(store, 10.0)}
         assert got == {0.3: 2, 0.6: 2}
+
+
+class CountBeforePanes:
+    """The same count as ``InPlaceCount`` as a deployment without ``merge`` kept it."""
+
+    def initial(self) -> dict[str, int]:
+        return {"n": 0}
+
+    def add(self, acc: dict[str, int], payload: Any) -> dict[str, int]:
+        return {"n": acc["n"] + 1}
+
+    def result(self, acc: dict[str, int]) -> int:
+        return acc["n"]
+
+
+def test_windows_opened_before_panes_keep_their_events_after_an_upgrade():
+    # t = 1, 3 under one accumulator per window, then t = 5, 11 under panes on the same
+    # state: every window counts all four, as test_each_window_counts_the_events_of_its_panes
+    hop = {"hopping_s": 10, "slide_s": 2}
+    store = MemoryStore()
+    before = WindowAggregator(_op(hop), CountBeforePanes())
+    for t in (1, 3):
+        before.add(store, {"k": "a"}, t)
+    after = WindowAggregator(_op(hop), InPlaceCount())
+    assert (before.panes, after.panes) == (0, 5)
+    for t in (5, 11):
+        after.add(store, {"k": "a"}, t)
+    store.watermark = 1000.0
+    got = {r.payload["start"]: r.payload["value"] for r in after.fire(store, 1000.0)}
+    starts = [-8.0, -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert got == dict(zip(starts, [1, 2, 3, 3, 3, 3, 2, 1, 1, 1], strict=True))
+    assert store.open_windows() == 0
