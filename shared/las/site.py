@@ -108,10 +108,9 @@ def resolve(settings: Any, topo: Topology, r: Any = None) -> Site:
 def _decide(settings: Any, topo: Topology) -> tuple[Site, str]:
     from elastic_sps.io.kafka_admin import ensure_topics, partition_count
 
-    partitions = 0
+    partitions, pool = 0, entry_pool(settings, topo)
     if entry_step_refusal(topo, settings.task_window_s) is None:
         topic = source_topic(settings, topo)
-        pool = entry_pool(settings, topo)
         ensure_topics(settings.kafka_bootstrap_servers, [topic], partitions=pool)
         partitions = partition_count(settings.kafka_bootstrap_servers, topic, wait_s=15.0)
-    return auto_site(topo, settings.task_window_s, partitions, entry_pool(settings, topo))
+    return auto_site(topo, settings.task_window_s, partitions, pool)
