@@ -72,6 +72,9 @@ $(KAFKA_STAMP): compose/kafka/pom.xml
 kafka: system-deps $(KAFKA_STAMP) ## fetch Apache Kafka's broker jars with Maven (the embedded broker)
 
 install: system-deps kafka $(STAMP) ## create .venv, install the project and its dev tools, fetch Kafka
+	@# bytecode as a wheel's install writes it: an editable install leaves it to the first
+	@# import, which PYTHONDONTWRITEBYTECODE stops, and then every process compiles anew
+	@$(PY) -m compileall -q shared services examples >/dev/null
 
 demo: install ## run the demo (see README)
 	$(VENV)/bin/elastic-sps demo
