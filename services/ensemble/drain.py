@@ -21,11 +21,26 @@ def quiet_s_of(ens: Any) -> float:
     return s.idle_s + 2 * (s.checkpoint_s or s.task_window_s) + 1
 
 
-def _entry_source(ens: Any, topo: Any) -> Callable[[], tuple[str, list[int]]] | None:
+def admits_at_entry(ens: Any, r: Any, prefix: str) -> bool:
+    """Whether the entry step admits: asked for (``SPS_ADMISSION=entry``), or what
+    ``auto`` (the default) decided, as the services recorded it (``las.site.resolve``)."""
+    from elastic_sps.io.knowledge_base import Keys
+    from elastic_sps.io.marks import text
+
+    asked = ens.env.get("SPS_ADMISSION", "auto")
+    if asked != "auto":
+        return bool(asked == "entry")
+    recorded = r.get(Keys(prefix).admission_site)
+    return recorded is not None and text(recorded) == "entry"
+
+
+def _entry_source(
+    ens: Any, topo: Any, r: Any, prefix: str
+) -> Callable[[], tuple[str, list[int]]] | None:
     """With admission at the entry step: the entry operator and its source topic's ends
     as the broker has them now (the dataplane lists them only while its queries plan
     and report); else None."""
-    if ens.env.get("SPS_ADMISSION") != "entry":
+    if not admits_at_entry(ens, r, prefix):
         return None
     from confluent_kafka.admin import AdminClient
 
@@ -75,7 +90,7 @@ def drain(
     deadline = time.monotonic() + drain_s
     quiet_s = quiet_s_of(ens) if quiet_s is None else quiet_s
     quiet_since, last = time.monotonic(), None
-    source = _entry_source(ens, topo)
+    source = _entry_source(ens, topo, r, prefix)
     while time.monotonic() < deadline:
         tick()
         behind = _behind(kb, topo, source)

@@ -2,20 +2,25 @@
 (``elastic_sps.las.site.resolve``): a missing source topic is created with a partition
 per entry replica and admitted at the entry step; a user's topic with fewer partitions
 than the entry pool keeps the ingress, and is left as it was; the first decision is
-recorded, and a later start decides the same even after the topic changed."""
+recorded, and a later start decides the same even after the topic changed; the demo's
+drain reads the recorded site (it watches the source's backlog where the entry step
+admits)."""
 
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import redis
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.kafka_admin import ensure_topics, partition_count
 from elastic_sps.las.site import resolve
 from elastic_sps.model.topology import from_dict
+from elastic_sps.services.ensemble.drain import admits_at_entry
 from elastic_sps.settings import ServiceSettings
 
 pytestmark = pytest.mark.integration
@@ -85,3 +90,21 @@ def test_a_named_site_is_taken_as_named(kafka_bootstrap, redis_url):
     # nothing made for a named site (all topics listed: asking for one may create it)
     listed = AdminClient(kafka_config(kafka_bootstrap)).list_topics(timeout=15).topics
     assert topic not in listed
+
+
+def test_the_demo_s_drain_knows_where_auto_admitted(kafka_bootstrap, redis_url):
+    # the drain watches the source topic's backlog when the entry step admits: asked for
+    # by name, or decided by auto and recorded by the services (not asked: auto)
+    r = redis.Redis.from_url(redis_url)
+    for topic, want in ((fresh_topic(), True), (None, False)):
+        s = settings(kafka_bootstrap, redis_url)
+        if topic is None:  # a topic of too few partitions: auto keeps the ingress
+            topic = fresh_topic()
+            ensure_topics(kafka_bootstrap, [topic], partitions=2)
+        resolve(s, pipeline(topic), r)
+        for env in ({}, {"SPS_ADMISSION": "auto"}):
+            assert admits_at_entry(SimpleNamespace(env=env), r, s.key_prefix) is want
+    fresh = f"site{uuid.uuid4().hex[:8]}"  # nothing decided yet
+    assert not admits_at_entry(SimpleNamespace(env={}), r, fresh)
+    assert admits_at_entry(SimpleNamespace(env={"SPS_ADMISSION": "entry"}), r, fresh)
+    assert not admits_at_entry(SimpleNamespace(env={"SPS_ADMISSION": "ingress"}), r, fresh)
