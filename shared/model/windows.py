@@ -13,6 +13,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 KINDS = ("tumbling_s", "hopping_s", "session_gap_s")
@@ -72,24 +73,26 @@ class WindowSpec:
         if self.kind == "session":
             return [(t, t + self.size_s)]
         m = self.slide_index(t)
-        out = [bounds(m * self.slide_s, self.size_s)]
-        # ends past t to the bounds' own 9 decimals (round(t, 9) costs more than the rest)
-        while (window := bounds((m := m - 1) * self.slide_s, self.size_s))[1] - t > 5e-10:
+        out = [self.window(m)]
+        while (window := self.window(m := m - 1))[1] > t:
             out.append(window)
         return out[::-1]
 
+    def window(self, n: int) -> tuple[float, float]:
+        """Window ``n``, the one starting ``n`` slides from the epoch: [start, end)."""
+        return bounds(n, self.slide_s, self.size_s)
+
     def slide_index(self, t: float) -> int:
-        """The slide ``t`` falls in: the last ``n`` whose window starts at or before ``t``,
-        both to the bounds' 9 decimals (0.3 / 0.1 is 2.9999999999999996)."""
+        """The slide ``t`` falls in: the last ``n`` whose window starts at or before ``t``
+        (0.3 / 0.1 is 2.9999999999999996, and 1784742435.8 / 0.1 is 17847424357.999998)."""
         q = t / self.slide_s
         n = math.floor(q)
         margin = 1e-6 + abs(q) * 1e-15  # far above q's float error: no bound is near
         if margin < q - n < 1 - margin:
             return n
-        at = round(t, 9)
-        while _clean((n + 1) * self.slide_s) <= at:
+        while self.window(n + 1)[0] <= t:
             n += 1
-        while _clean(n * self.slide_s) > at:
+        while self.window(n)[0] > t:
             n -= 1
         return n
 
@@ -110,13 +113,21 @@ def _positive(value: Any, where: str) -> float:
 
 
 @functools.lru_cache(maxsize=4096, typed=True)
-def bounds(start: float, size_s: float) -> tuple[float, float]:
-    """A window's [start, end) without float noise; cached: consecutive events mostly fall
-    in the same windows, and each is asked for twice per event."""
-    return _clean(start), _clean(start + size_s)
+def bounds(n: int, slide_s: float, size_s: float) -> tuple[float, float]:
+    """Window ``n``'s [start, end): n slides from the epoch, computed in decimal from the
+    slide and size as written (their shortest repr), to 9 decimals, then the nearest
+    float: a bound is the float an event time written the same way parses to, at any
+    magnitude (a float product carries noise: 0.1 * 3, or 17847424358 * 0.1 =
+    1784742435.8000002). Cached: consecutive events mostly fall in the same windows."""
+    start = Decimal(n) * Decimal(repr(slide_s))
+    return _number(start), _number(start + Decimal(repr(size_s)))
 
 
-def _clean(x: float) -> float:
-    """Window bounds without float noise (0.1 * 3 = 0.30000000000000004)."""
-    r = round(x, 9)
-    return int(r) if r == int(r) else r
+def _number(d: Decimal) -> float:
+    """``d`` to 9 decimals as a float; integral: an int (a window's name keeps its
+    spelling: ``10``, not ``10.0``)."""
+    r = d.quantize(_NANO, rounding=ROUND_HALF_EVEN)
+    return int(r) if r == r.to_integral_value() else float(r)
+
+
+_NANO = Decimal("1e-9")

@@ -28,7 +28,6 @@ from elastic_sps.io.state_store import MISSING, member_kind, window_field
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.records import lookup_first
 from elastic_sps.model.topology import Operator
-from elastic_sps.model.windows import bounds
 from elastic_sps.pipeline.operators import OperatorLoadError, resolve
 
 
@@ -294,14 +293,14 @@ class WindowAggregator:
         field = pane_field(key, n)
         acc = store.get("w", g, field)
         if acc is not MISSING:
-            if spec.closed(bounds(n * spec.slide_s, spec.size_s)[1], wm):
+            if spec.closed(spec.window(n)[1], wm):
                 raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")
             store.put("w", g, field, self.agg.add(acc, payload))
             return
         windows = [
             w
             for m in range(n - self.panes + 1, n + 1)
-            if not spec.closed((w := bounds(m * spec.slide_s, spec.size_s))[1], wm)
+            if not spec.closed((w := spec.window(m))[1], wm)
         ]  # the windows whose panes it joins (``_reads``)
         if not windows:
             raise Late(f"event time {t} is behind the watermark {wm}: its windows closed")

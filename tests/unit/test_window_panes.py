@@ -188,3 +188,22 @@ def test_windows_opened_before_panes_keep_their_events_after_an_upgrade():
     starts = [-8.0, -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert got == dict(zip(starts, [1, 2, 3, 3, 3, 3, 2, 1, 1, 1], strict=True))
     assert store.open_windows() == 0
+
+
+def test_an_event_on_a_decimal_bound_at_epoch_seconds_starts_its_own_slide():
+    # 1784742435.8 / 0.1 is 17847424357.999998 in floats, and 17847424358 * 0.1 is
+    # 1784742435.8000002: the event starts slide 17847424358, in [.6, .9) .. [.8, 1.1)
+    hop = {"hopping_s": 0.3, "slide_s": 0.1}
+    spec = _op(hop).window
+    t = 1784742435.8
+    assert spec.slide_index(t) == 17847424358
+    want = [(1784742435.6, 1784742435.9), (1784742435.7, 1784742436), (t, 1784742436.1)]
+    assert spec.assign(t) == want
+    for agg in (Count(), NoMerge()):
+        w, store = WindowAggregator(_op(hop), agg), MemoryStore()
+        for at in (1784742435.75, t):
+            w.add(store, {"k": "a"}, at)
+        store.watermark = t + 10
+        got = {r.payload["start"]: r.payload["value"] for r in w.fire(store, t + 10)}
+        # .75 is in [.5, .8) .. [.7, 1.0); .8 is not in [.5, .8)
+        assert got == {1784742435.5: 1, 1784742435.6: 2, 1784742435.7: 2, t: 1}
