@@ -53,6 +53,7 @@ from benchmarks.harness import engines
 from benchmarks.harness.broker import add_warm_flag, ready_broker
 from benchmarks.harness.collector import Collector
 from benchmarks.harness.engines import PARTITIONS, REPLICAS, ROOT, Pipeline
+from benchmarks.harness.machine import SpeedProbe, at_fastest
 from benchmarks.harness.processes import cpu_at_rest, cpu_seconds, cpu_since
 from benchmarks.harness.runs import fresh_tag, names, paced, report, run_all, running
 from benchmarks.harness.summary import cpu_cells, idle_cells, latency_cells, summary
@@ -60,7 +61,8 @@ from elastic_sps.io import embedded
 
 EXAMPLE = ROOT / "examples" / "twitter"
 OPS = ("parse", "classify_content", "classify_author", "store")
-METRICS = ("events_per_s", "p50_ms", "p99_ms", "cpu_ms_per_event")
+METRICS = ("events_per_s", "p50_ms", "p99_ms", "cpu_ms_per_event", "cpu_ms_per_event_at_fastest",
+           "probe_ms")  # fmt: skip
 
 
 def topology_file(folder: Path, src: str, dst: str, chain: bool) -> Path:
@@ -167,10 +169,11 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
         eps = args.events / (last - t0)
         rate = args.rate or eps / 2  # the same for every peer with --rate
         paced_events = list(tweets(20_000_000, int(rate * args.seconds)))
-        cpu0 = cpu_seconds()
+        cpu0, t0 = cpu_seconds(), time.time()
         sent = feed(producer, pipe.src, paced_events, rate)
         collector.wait_for(list(sent), pipe, 600)
         used = cpu_since(cpu0)
+        half_wall = (t0, time.time())
         lat = [(collector.seen[i] - t) * 1000 for i, t in sent.items()]
         return {
             "peer": peer,
@@ -179,6 +182,7 @@ def measure(peer: str, bootstrap: str, redis_url: str, args: argparse.Namespace)
             "at_events_per_s": round(rate),
             **cpu_cells(used, len(paced_events)),
             **idle_cells(cpu_at_rest(args.idle_seconds), args.idle_seconds),
+            "phase": half_wall,
         }
 
 
@@ -210,7 +214,11 @@ def main() -> None:
         def one(peer: str, _: dict[str, str]) -> dict[str, Any]:
             return measure(peer, bootstrap, redis_url, args)
 
-        rows = run_all(one, names(args.peers), [{}], args.runs, args.json, broker, args.warm_runs)
+        with SpeedProbe() as probe:
+            rows = run_all(
+                one, names(args.peers), [{}], args.runs, args.json, broker, args.warm_runs, probe
+            )
+    at_fastest(rows, "cpu_ms_per_event", "cpu_ms_per_event_at_fastest", per_cpu=False)
     report(rows, summary(rows, ("peer",), METRICS), args.json)
 
 

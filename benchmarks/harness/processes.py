@@ -19,8 +19,10 @@ __all__ = [
     "ROLES", "ServiceProcess", "cpu_at_rest", "cpu_seconds", "cpu_since", "free_port", "spawn"
 ]  # fmt: skip
 
+PROBE = "probe"  # the machine's speed probe (``machine``): measures, is not measured
 # What each process is, from its command line (first match wins).
 ROLES: tuple[tuple[str, str], ...] = (
+    ("benchmarks.harness.machine", PROBE),
     ("quix_nexmark.py", "quix-streams"),
     ("bytewax", "bytewax"),
     ("kafka.Kafka", "broker"),
@@ -54,10 +56,16 @@ def _processes() -> dict[int, tuple[int, float, str]]:
     return procs
 
 
+def role_of(cmd: str, roles: tuple[tuple[str, str], ...] = ROLES) -> str:
+    """A process's role by its command line (``roles``: first match wins)."""
+    return next((r for n, r in roles if n in cmd), "other")
+
+
 def cpu_seconds(roles: tuple[tuple[str, str], ...] = ROLES) -> dict[str, float]:
     """CPU seconds so far of this benchmark's processes and their descendants (the broker,
     redis-server, the services, Spark's JVM and workers, a peer's processes), by role
-    (``roles``; this process, the producer and the collectors, is "bench")."""
+    (``roles``; this process, the producer and the collectors, is "bench"; the speed
+    probe is left out)."""
     me = os.getpid()
     procs = _processes()
     out: dict[str, float] = {}
@@ -67,7 +75,9 @@ def cpu_seconds(roles: tuple[tuple[str, str], ...] = ROLES) -> dict[str, float]:
             up = procs[up][0]
         if up != me:
             continue
-        role = "bench" if pid == me else next((r for n, r in roles if n in cmd), "other")
+        role = "bench" if pid == me else role_of(cmd, roles)
+        if role == PROBE:
+            continue
         out[role] = out.get(role, 0.0) + cpu
     return out
 

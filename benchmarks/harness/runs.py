@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from benchmarks.harness.broker import jit_seconds
 from benchmarks.harness.collector import Collector
 from benchmarks.harness.engines import Pipeline
+from benchmarks.harness.machine import SpeedProbe
 from benchmarks.harness.summary import lines
 
 T = TypeVar("T")
@@ -81,12 +82,15 @@ def run_all(
     quiet: bool,
     broker: int | None = None,
     warm_runs: int = 0,
+    probe: SpeedProbe | None = None,
 ) -> list[Row]:
     """Every run's row, printed as it comes (``quiet``: on stderr, so that stdout carries
     only the JSON report). A run that raises RuntimeError is a row with its ``error``:
     said, not hidden, and not summed. ``broker``: the local broker's pid, whose JIT
     compile seconds over the run each row then carries (``broker_jit_s``).
-    ``warm_runs``: rounds of every peer first, printed (a negative ``run``), not returned."""
+    ``warm_runs``: rounds of every peer first, printed (a negative ``run``), not returned.
+    ``probe``: the machine's speed probe; a row's ``phase`` (wall times (start, end) of
+    its CPU figure's phase) becomes the probe's median unit over it (``probe_ms``)."""
     rows = []
     for run, case, peer in alternating(warm_runs + runs, peers, cases):
         jit0 = jit_seconds(broker)
@@ -94,6 +98,9 @@ def run_all(
             row = {**measure(peer, case), "run": run - warm_runs}
         except RuntimeError as exc:
             row = {"peer": peer, **case, "run": run - warm_runs, "error": str(exc)}
+        phase = row.pop("phase", None)
+        if probe is not None and phase is not None:
+            row["probe_ms"] = probe.median_between(*phase)
         jit1 = jit_seconds(broker)
         if jit0 is not None and jit1 is not None:
             row["broker_jit_s"] = round(jit1 - jit0, 2)
