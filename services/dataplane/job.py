@@ -206,6 +206,8 @@ def start_query(
     """The streaming query serving ``ops`` (on ``frame``, its ``source_frame`` if already
     resolved, else one for ``holder``); restarted, it resumes from its checkpoint."""
     label = "ops" if len(ops) > 1 else ops[0]
+    if settings.admission == "entry":  # its offsets are the source's (``las.moves``)
+        label += "@entry"
     df = frame if frame is not None else source_frame(spark, settings, topo, ops, holder)
     return (
         df.writeStream.format("noop")

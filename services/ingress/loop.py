@@ -29,6 +29,7 @@ from elastic_sps.io.rescale_timeline import CountWatch
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.las.gate import Gate, events_of
+from elastic_sps.las.moves import INGRESS_GROUP
 from elastic_sps.pipeline.costs import service_topology
 from elastic_sps.services.ingress.declarations import SourceDeclarations
 from elastic_sps.settings import IngressSettings
@@ -94,7 +95,7 @@ class Ingress:
             kafka_config(
                 settings.kafka_bootstrap_servers,
                 **{
-                    "group.id": "sps-ingress",
+                    "group.id": INGRESS_GROUP,
                     # static membership (KIP-345): an ingress restarted on the same host
                     # takes its partitions back at once; as a new member it waited for the
                     # dead one's session to time out (SPS_KAFKA_SESSION_TIMEOUT_S) while

@@ -1,10 +1,12 @@
-"""Topic creation. The control topics have one partition: their consumers rely on order
-(the embedded broker auto-creates topics with several partitions, which scrambles it)."""
+"""Topic creation and a consumer group's committed offsets. The control topics have one
+partition: their consumers rely on order (the embedded broker auto-creates topics with
+several partitions, which scrambles it)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -44,3 +46,70 @@ def partition_count(bootstrap: str, topic: str, wait_s: float = 0.0) -> int:
         if time.monotonic() >= deadline:
             return 0
         time.sleep(0.2)
+
+
+
+
+GROUP_TRIES = 30  # a new broker's offsets topic and group coordinator take seconds to be up
+
+
+def _coordinating(err: Any) -> bool:
+    """Whether a group request failed because its coordinator is not ready yet."""
+    from confluent_kafka import KafkaError
+
+    codes = (
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    )
+    return err is not None and err.code() in codes
+
+
+def _group_request(bootstrap: str, send: Callable[[AdminClient], dict[Any, Any]]) -> Any:
+    """``send``'s one answer (a group's partitions), asked again every 0.5 s while the
+    group's coordinator is not ready; any other error raises."""
+    from confluent_kafka import KafkaException
+
+    admin = AdminClient(kafka_config(bootstrap))
+    for attempt in range(GROUP_TRIES):
+        last = attempt == GROUP_TRIES - 1
+        try:
+            (fut,) = send(admin).values()
+            answer = fut.result()
+        except KafkaException as exc:
+            if not _coordinating(exc.args[0]) or last:
+                raise
+        else:
+            errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
+            if not errors:
+                return answer
+            if not all(_coordinating(e) for e in errors) or last:
+                raise RuntimeError(f"{answer.group_id}: {errors[0]}")
+        time.sleep(0.5)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def group_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The consumer group's committed offsets of ``topic``'s partitions (those it never
+    committed left out)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    wanted = [TopicPartition(topic, j) for j in range(partitions)]
+    asked = ConsumerGroupTopicPartitions(group, wanted)
+    answer = _group_request(
+        bootstrap, lambda a: a.list_consumer_group_offsets([asked], request_timeout=15.0)
+    )
+    return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+
+
+def set_group_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit ``offsets`` (partition -> the next offset to read) for the consumer group,
+    which must have no member (Kafka refuses otherwise, and this raises)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    told = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, j, at) for j, at in sorted(offsets.items())]
+    )
+    _group_request(
+        bootstrap, lambda a: a.alter_consumer_group_offsets([told], request_timeout=15.0)
+    )

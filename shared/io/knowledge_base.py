@@ -35,6 +35,7 @@ dataplane and the ingress read them through it.
 | {p}:las:{op}:sketch                   | hash   | dataplane operator  | ingress shedder        |
 | {p}:las:{op}:deltas                   | list   | dataplane operator  | ingress shedder        |
 | {p}:admission:site                    | string | the first resolver  | dataplane, ingress, up |
+| {p}:admission:moving                  | string | a site move's mover | the other resolvers    |
 | {p}:dp:serving_holders                | set    | dataplane tasks     | dataplane /health      |
 """
 
@@ -79,9 +80,16 @@ class Keys:
 
     @property
     def admission_site(self) -> str:
-        """Where LAS admits under ``admission: auto`` (``las.site``): recorded by the first
-        service to decide, so that every later start of any service decides the same."""
+        """Where LAS admits (``las.site``): recorded by the first service to decide, so
+        that every later start of any service decides the same under ``admission: auto``,
+        and one naming the other site moves the deployment (``las.moves``)."""
         return f"{self.prefix}:admission:site"
+
+    @property
+    def admission_move(self) -> str:
+        """Held (with an expiry) by the service carrying the source's read positions
+        from one admission site to the other (``las.moves``)."""
+        return f"{self.prefix}:admission:moving"
 
     @property
     def tasks_serving(self) -> str:

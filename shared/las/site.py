@@ -9,13 +9,16 @@ topology, the settings, the source topic's partitions after a missing one is cre
 with a partition per entry replica), so the ingress and the dataplane agree without
 talking, and the first to decide records the site in the knowledge base, where every
 later start of any service finds it: the ingress stands aside exactly when the dataplane
-admits, across restarts and a source topic changed meanwhile."""
+admits, across restarts and a source topic changed meanwhile. A site named by the
+settings is recorded too; naming the other one later moves the deployment, its read
+positions carried (``las.moves``)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Literal
 
+from elastic_sps.las.moves import settle
 from elastic_sps.model.topology import Topology
 
 Site = Literal["ingress", "entry"]
@@ -76,7 +79,8 @@ def source_topic(settings: Any, topo: Topology) -> str:
 
 
 def resolve(settings: Any, topo: Topology, r: Any = None) -> Site:
-    """The site ``settings.admission`` names; for ``auto``, the one recorded in the
+    """The site ``settings.admission`` names (recorded; a deployment recorded at the
+    other site is moved, ``las.moves``); for ``auto``, the one recorded in the
     knowledge base (``Keys.admission_site``), else the one ``auto_site`` picks once a
     missing source topic exists with a partition per entry replica (as the dataplane and
     ``up`` create it), recorded by the first service to decide: a restarted service, or
@@ -87,9 +91,11 @@ def resolve(settings: Any, topo: Topology, r: Any = None) -> Site:
     from elastic_sps.io.redis_client import redis_client
 
     choice = str(settings.admission)
-    if choice != "auto":
-        return "entry" if choice == "entry" else "ingress"
     r = r if r is not None else redis_client(settings.redis_url)
+    if choice != "auto":
+        named: Site = "entry" if choice == "entry" else "ingress"
+        settle(settings, topo, r, named, source_topic(settings, topo))
+        return named
     key = Keys(settings.key_prefix).admission_site
     recorded = r.get(key)
     if recorded is None:

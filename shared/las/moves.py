@@ -1,0 +1,158 @@
+"""Moving a deployment's admission from one site to the other (``las.site``) without an
+event read twice or skipped.
+
+The ingress reads the source as the consumer group ``INGRESS_GROUP`` and produces what it
+admits into the entry operator's topic; the entry step reads the source itself and keeps
+its progress per source partition in the entry operator's committed hash, the hash that
+holds its own topic's progress under the ingress. A service starting at the site the
+deployment did not run at carries the read positions across before anything reads, once:
+the first to start holds ``Keys.admission_move`` while it moves, the others wait for the
+recorded site to change.
+
+* ingress → entry: every event the ingress admitted must be processed (else the move is
+  refused: they would be left in the entry operator's topic, which the entry step does
+  not read); the entry step then starts where the ingress group's commits say.
+* entry → ingress: the ingress group starts where the entry step had processed; the entry
+  operator's topic, which nothing wrote to since the last move, counts as processed to
+  its end.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from elastic_sps.io.kafka_admin import group_offsets, partition_count, set_group_offsets
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.marks import text
+from elastic_sps.model.topology import Topology
+
+INGRESS_GROUP = "sps-ingress"  # the ingress's consumer group on the source
+MOVE_WAIT_S = 120.0  # the longest a service waits for another's move (the lock's expiry)
+
+log = logging.getLogger("sps.admission")
+
+
+class MoveRefused(ValueError):
+    """A move between admission sites that would lose events, with what to do instead."""
+
+
+def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) -> None:
+    """Record ``site`` for a deployment's first start; at a later start naming the other
+    site, move the deployment there (once, whichever service comes first)."""
+    keys = Keys(settings.key_prefix)
+    r.set(keys.admission_site, site, nx=True)
+    if text(r.get(keys.admission_site)) == site:
+        return
+    me, deadline = uuid.uuid4().hex, time.monotonic() + MOVE_WAIT_S
+    while not r.set(keys.admission_move, me, nx=True, ex=int(MOVE_WAIT_S)):
+        if text(r.get(keys.admission_site)) == site:
+            return  # another service moved it
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"admission: another service's move to {site} did not end")
+        time.sleep(0.2)
+    try:
+        if text(r.get(keys.admission_site)) != site:
+            mover = _to_entry if site == "entry" else _to_ingress
+            mover(settings, topo, r, keys, source_topic)
+            r.set(keys.admission_site, site)
+            log.info("admission: moved to %s, the source's read positions carried", site)
+    finally:
+        if text(r.get(keys.admission_move)) == me:
+            r.delete(keys.admission_move)
+
+
+def _entry_operator(topo: Topology) -> str:
+    entries = topo.entry_operators
+    if len(entries) != 1:
+        raise MoveRefused(
+            f"admission: a move between sites needs one entry operator, {topo.name} has "
+            f"{len(entries)}: move on a new key prefix"
+        )
+    return entries[0]
+
+
+def _to_entry(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) -> None:
+    op = _entry_operator(topo)
+    bootstrap = settings.kafka_bootstrap_servers
+    done = {int(j): int(v) for j, v in r.hgetall(keys.committed(op)).items()}
+    left = stranded(bootstrap, keys.topic(op), done)
+    if left:
+        raise MoveRefused(
+            f"admission: {left} events the ingress admitted are not processed by {op} yet, "
+            "and the entry step does not read its topic: run at the ingress until they "
+            "are (with the source's producers stopped), then move"
+        )
+    n = partition_count(bootstrap, source)
+    read = group_offsets(bootstrap, INGRESS_GROUP, source, n) if n else {}
+    _replace(r, keys.committed(op), {j: read.get(j, 0) for j in range(n)})
+
+
+def _to_ingress(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) -> None:
+    op = _entry_operator(topo)
+    bootstrap = settings.kafka_bootstrap_servers
+    done = {int(j): int(v) for j, v in r.hgetall(keys.committed(op)).items()}
+    n = partition_count(bootstrap, source)
+    if n:
+        try:
+            set_group_offsets(
+                bootstrap, INGRESS_GROUP, source, {j: done.get(j, 0) for j in range(n)}
+            )
+        except Exception as exc:  # the broker's refusal (the group has a member), said
+            raise MoveRefused(f"admission: the ingress's read positions not set ({exc}): "
+                              "stop every ingress, then start again") from exc  # fmt: skip
+    _replace(r, keys.committed(op), _ends(bootstrap, keys.topic(op)))
+
+
+def _replace(r: Any, key: str, offsets: dict[int, int]) -> None:
+    pipe = r.pipeline(transaction=True)
+    pipe.delete(key)
+    if offsets:
+        pipe.hset(key, mapping={str(j): v for j, v in offsets.items()})
+    pipe.execute()
+
+
+def _ends(bootstrap: str, topic: str) -> dict[int, int]:
+    from confluent_kafka.admin import AdminClient
+
+    from elastic_sps.io.connections import kafka_config
+    from elastic_sps.io.kafka_io import end_offsets
+
+    n = partition_count(bootstrap, topic)
+    if not n:
+        return {}
+    ends = end_offsets(AdminClient(kafka_config(bootstrap)), {topic: n})[topic]
+    return dict(enumerate(ends))
+
+
+def stranded(bootstrap: str, topic: str, done: dict[int, int], timeout_s: float = 30.0) -> int:
+    """Events (watermark declarations not counted) in ``topic`` past ``done`` (partition
+    -> next offset to process), read to the partitions' ends."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from elastic_sps.io.connections import kafka_config
+    from elastic_sps.io.watermarks import is_declaration
+
+    ends = {j: end for j, end in _ends(bootstrap, topic).items() if end > done.get(j, 0)}
+    if not ends:
+        return 0
+    c = Consumer(kafka_config(bootstrap, **{"group.id": "sps-admission-move",
+                                            "enable.auto.commit": False}))  # fmt: skip
+    try:
+        c.assign([TopicPartition(topic, j, done.get(j, 0)) for j in ends])
+        count, deadline = 0, time.monotonic() + timeout_s
+        while ends and time.monotonic() < deadline:
+            for m in c.consume(500, 0.5):
+                j = m.partition() or 0
+                if m.error() is not None or j not in ends:
+                    continue
+                count += not is_declaration(m.value())
+                if (m.offset() or 0) + 1 >= ends[j]:
+                    del ends[j]
+        if ends:
+            raise TimeoutError(f"admission: {topic} not read to its end in {timeout_s} s")
+        return count
+    finally:
+        c.close()

@@ -1,0 +1,168 @@
+"""Moving a deployment between admission sites against a real broker and redis-server
+(``elastic_sps.las.moves``, through ``las.site.resolve``): the source's read positions
+carried across both ways, a move refused while events the ingress admitted wait
+unprocessed, and a move made once when two services start together."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+import redis
+from confluent_kafka import Producer
+
+from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.kafka_admin import ensure_topics, group_offsets, set_group_offsets
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.watermarks import Declaration
+from elastic_sps.las.moves import INGRESS_GROUP, MoveRefused
+from elastic_sps.las.site import resolve
+from elastic_sps.model.topology import from_dict
+from elastic_sps.settings import ServiceSettings
+
+pytestmark = pytest.mark.integration
+
+
+def pipeline(topic: str) -> Any:
+    return from_dict(
+        {
+            "name": "t",
+            "source": {"topics": [topic]},
+            "operators": [
+                {"name": "a", "code": "tests.support.engine_ops:relabel", "max_replicas": 2}
+            ],
+            "edges": [{"from": "source", "to": "a"}],
+        }
+    )
+
+
+class Deployment:
+    """A prefix, a source topic of 2 partitions and the entry operator ``a``'s topic."""
+
+    def __init__(self, bootstrap: str, redis_url: str) -> None:
+        self.bootstrap = bootstrap
+        self.r = redis.Redis.from_url(redis_url)
+        self.prefix = f"move{uuid.uuid4().hex[:8]}"
+        self.keys = Keys(self.prefix)
+        self.source = f"src-{uuid.uuid4().hex[:8]}"
+        self.topo = pipeline(self.source)
+        self.redis_url = redis_url
+        ensure_topics(bootstrap, [self.source, self.keys.topic("a")], partitions=2)
+        self.producer = Producer({"bootstrap.servers": bootstrap})
+
+    def resolve(self, admission: str) -> str:
+        settings = ServiceSettings(
+            kafka_bootstrap_servers=self.bootstrap,
+            redis_url=self.redis_url,
+            key_prefix=self.prefix,
+            admission=admission,
+        )
+        return resolve(settings, self.topo)
+
+    def produce(self, topic: str, partition: int, values: list[bytes]) -> None:
+        for v in values:
+            self.producer.produce(topic, v, partition=partition)
+        self.producer.flush(10)
+
+    def progress(self) -> dict[int, int]:
+        return {int(j): int(v) for j, v in self.r.hgetall(self.keys.committed("a")).items()}
+
+    def site(self) -> str:
+        return (self.r.get(self.keys.admission_site) or b"").decode()
+
+
+def event(k: int) -> bytes:
+    return Envelope(f"e{k}", 1.0, "source", {"k": k}).encode()
+
+
+DECLARATION = Declaration("source", 0, 1, 5.0, False).encode()
+
+
+@pytest.fixture
+def dep(kafka_bootstrap: str, redis_url: str) -> Deployment:
+    return Deployment(kafka_bootstrap, redis_url)
+
+
+def test_a_named_site_is_recorded_and_a_second_start_there_moves_nothing(dep):
+    assert dep.resolve("ingress") == "ingress"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 3})
+    assert dep.resolve("ingress") == "ingress"
+    assert dep.site() == "ingress" and dep.progress() == {0: 3}
+
+
+def test_to_the_entry_step_it_starts_where_the_ingress_group_left_the_source(dep):
+    dep.produce(dep.source, 0, [b"{}"] * 5)
+    dep.produce(dep.source, 1, [b"{}"] * 3)
+    set_group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, {0: 4, 1: 2})
+    # a's topic: partition 0 processed to its end (3 events); partition 1's one event
+    # processed, the declaration after it not yet: a declaration is no event to strand
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
+    dep.produce(dep.keys.topic("a"), 1, [event(4), DECLARATION])
+    assert dep.resolve("ingress") == "ingress"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 3, "1": 1})
+    assert dep.resolve("entry") == "entry"
+    assert dep.site() == "entry"
+    assert dep.progress() == {0: 4, 1: 2}  # the source's offsets now
+    assert dep.r.get(dep.keys.admission_move) is None
+
+
+def test_a_move_to_the_entry_step_is_refused_while_admitted_events_wait(dep):
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
+    dep.produce(dep.keys.topic("a"), 1, [event(4), DECLARATION])
+    assert dep.resolve("ingress") == "ingress"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 1, "1": 0})
+    with pytest.raises(MoveRefused, match="3 events the ingress admitted"):
+        dep.resolve("entry")  # events 2, 3 and 4 are not processed
+    assert dep.site() == "ingress" and dep.progress() == {0: 1, 1: 0}
+    assert dep.r.get(dep.keys.admission_move) is None
+
+
+def test_to_the_ingress_its_group_starts_where_the_entry_step_had_processed(dep):
+    dep.produce(dep.source, 0, [b"{}"] * 8)
+    dep.produce(dep.source, 1, [b"{}"] * 6)
+    set_group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, {0: 1, 1: 1})  # stale
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
+    dep.produce(dep.keys.topic("a"), 1, [event(4), event(5)])
+    assert dep.resolve("entry") == "entry"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 7, "1": 5})  # source offsets
+    assert dep.resolve("ingress") == "ingress"
+    assert group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, 2) == {0: 7, 1: 5}
+    assert dep.progress() == {0: 3, 1: 2}  # a's own topic, processed to its end
+
+
+def test_a_second_service_waits_for_the_first_ones_move_and_moves_nothing(dep):
+    assert dep.resolve("ingress") == "ingress"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 9})
+    dep.r.set(dep.keys.admission_move, "another service", ex=60)
+
+    def the_other_finishes() -> None:
+        time.sleep(0.5)
+        dep.r.set(dep.keys.admission_site, "entry")
+        dep.r.delete(dep.keys.admission_move)
+
+    threading.Thread(target=the_other_finishes).start()
+    assert dep.resolve("entry") == "entry"
+    assert dep.progress() == {0: 9}  # as the other service left it
+
+
+def test_a_move_to_the_ingress_is_refused_while_an_ingress_is_in_its_group(dep):
+    from confluent_kafka import Consumer
+
+    dep.produce(dep.source, 0, [b"{}"] * 2)
+    assert dep.resolve("entry") == "entry"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 2, "1": 0})
+    member = Consumer({"bootstrap.servers": dep.bootstrap, "group.id": INGRESS_GROUP})
+    member.subscribe([dep.source])
+    try:
+        deadline = time.monotonic() + 30
+        while not member.assignment():  # a member of the group, partitions assigned
+            assert time.monotonic() < deadline, "never joined"
+            member.poll(0.2)
+        with pytest.raises(MoveRefused, match="stop every ingress"):
+            dep.resolve("ingress")
+    finally:
+        member.close()
+    assert dep.site() == "entry" and dep.progress() == {0: 2, 1: 0}
