@@ -1,8 +1,8 @@
 """How fast the machine runs a fixed piece of Python work, sampled all through a
 comparison. On a shared virtual machine the host's load changes what a CPU second buys
 (the same code's CPU time moves with it, by run and by core); a figure per CPU second
-then moves with the machine as much as with the engine. The probe is a process of its
-own (the role ``probe``, which no CPU figure counts) that times one unit of work every
+then moves with the machine as much as with the engine. The probe is a process per core
+(the role ``probe``, which no CPU figure counts) that times one unit of work every
 ``every_s`` seconds by its own CPU clock; a row carries the median unit over its
 measured phase (``probe_ms``), and ``at_fastest`` rescales a row's figure per CPU second
 to the fastest phase of the invocation."""
@@ -10,6 +10,7 @@ to the fastest phase of the invocation."""
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -55,21 +56,30 @@ def at_fastest(rows: list[dict[str, Any]], figure: str, into: str, per_cpu: bool
 
 
 class SpeedProbe:
-    """The probe process and its samples, read as they come."""
+    """A probe process per core, each held to its core (the cores of a virtual machine
+    change speed apart, and the engines' processes move between them), and their
+    samples together, read as they come."""
 
     def __init__(self, every_s: float = 0.25) -> None:
         self.samples: list[tuple[float, float]] = []
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.harness.machine", "--every", str(every_s)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        cores = sorted(os.sched_getaffinity(0))
+        self._procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.harness.machine", "--every", str(every_s),
+                 "--core", str(core)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for core in cores
+        ]  # fmt: skip
+        self._readers = [threading.Thread(target=self._read, args=(p,), daemon=True)
+                         for p in self._procs]  # fmt: skip
+        for reader in self._readers:
+            reader.start()
 
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             t, ms = line.split()
             self.samples.append((float(t), float(ms)))
 
@@ -77,9 +87,11 @@ class SpeedProbe:
         return median_between(list(self.samples), t0, t1)
 
     def stop(self) -> None:
-        self._proc.terminate()
-        self._proc.wait(10)
-        self._reader.join(5)
+        for proc in self._procs:
+            proc.terminate()
+            proc.wait(10)
+        for reader in self._readers:
+            reader.join(5)
 
     def __enter__(self) -> SpeedProbe:
         return self
@@ -91,7 +103,10 @@ class SpeedProbe:
 def main() -> None:
     ap = argparse.ArgumentParser(description="print (wall time, unit ms) every --every s")
     ap.add_argument("--every", type=float, default=0.25)
+    ap.add_argument("--core", type=int, help="run on this core only")
     args = ap.parse_args()
+    if args.core is not None:
+        os.sched_setaffinity(0, {args.core})
     while True:
         ms = unit_ms()
         print(f"{time.time():.3f} {ms:.3f}", flush=True)

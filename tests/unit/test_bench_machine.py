@@ -71,5 +71,6 @@ def test_the_probe_samples_its_unit_and_no_cpu_figure_counts_it():
         t, ms = probe.samples[0]
         assert ms > 0 and abs(t - time.time()) < 60
     assert len(probe.samples) >= 3
-    assert role_of(" ".join(map(str, probe._proc.args))) == PROBE  # type: ignore[arg-type]
+    for proc in probe._procs:  # one per core
+        assert role_of(" ".join(map(str, proc.args))) == PROBE  # type: ignore[arg-type]
     assert PROBE not in roles
