@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.las.moves import MoveRefused
 from elastic_sps.las.site import resolve as resolve_admission
 from elastic_sps.logs import configure_logging
 from elastic_sps.model import topology
@@ -47,7 +48,7 @@ def main(settings: IngressSettings) -> None:
     configure_logging("ingress")
     try:
         site = resolve_admission(settings, topology.load(settings.topology))
-    except (RedisError, KafkaException) as exc:  # the servers: said in one line
+    except (RedisError, KafkaException, MoveRefused) as exc:  # said in one line
         raise SystemExit(f"ingress: where to admit not resolved: {exc}") from None
     if site == "entry":
         stand_aside(settings)

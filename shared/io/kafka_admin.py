@@ -48,8 +48,6 @@ def partition_count(bootstrap: str, topic: str, wait_s: float = 0.0) -> int:
         time.sleep(0.2)
 
 
-
-
 GROUP_TRIES = 30  # a new broker's offsets topic and group coordinator take seconds to be up
 
 

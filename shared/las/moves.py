@@ -24,6 +24,8 @@ import time
 import uuid
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from elastic_sps.io.kafka_admin import group_offsets, partition_count, set_group_offsets
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.marks import text
@@ -43,7 +45,9 @@ def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) 
     """Record ``site`` for a deployment's first start; at a later start naming the other
     site, move the deployment there (once, whichever service comes first)."""
     keys = Keys(settings.key_prefix)
-    r.set(keys.admission_site, site, nx=True)
+    if not r.exists(keys.admission_site):  # a first start, or one from before the record
+        ran = _site_ran(settings.kafka_bootstrap_servers, r, keys, topo)
+        r.set(keys.admission_site, ran or site, nx=True)
     if text(r.get(keys.admission_site)) == site:
         return
     me, deadline = uuid.uuid4().hex, time.monotonic() + MOVE_WAIT_S
@@ -51,17 +55,70 @@ def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) 
         if text(r.get(keys.admission_site)) == site:
             return  # another service moved it
         if time.monotonic() > deadline:
-            raise TimeoutError(f"admission: another service's move to {site} did not end")
+            raise MoveRefused(f"admission: another service's move to {site} did not end")
         time.sleep(0.2)
     try:
         if text(r.get(keys.admission_site)) != site:
+            _stopped(settings.kafka_bootstrap_servers, r, keys, source_topic, deadline)
             mover = _to_entry if site == "entry" else _to_ingress
-            mover(settings, topo, r, keys, source_topic)
+            try:
+                mover(settings, topo, r, keys, source_topic)
+            except (KafkaException, RuntimeError, TimeoutError) as exc:  # the broker's
+                raise MoveRefused(f"admission: the move to {site} failed: {exc}") from exc
             r.set(keys.admission_site, site)
             log.info("admission: moved to %s, the source's read positions carried", site)
     finally:
         if text(r.get(keys.admission_move)) == me:
             r.delete(keys.admission_move)
+
+
+def _site_ran(bootstrap: str, r: Any, keys: Keys, topo: Topology) -> str | None:
+    """Where a deployment with no recorded site ran (one from before the record): None
+    for a new one (its entry operator has no progress); the ingress if the operator's
+    own topic holds records (only the ingress writes there), else the entry step."""
+    entries = topo.entry_operators
+    if len(entries) != 1 or not r.exists(keys.committed(entries[0])):
+        return None
+    return "ingress" if any(_ends(bootstrap, keys.topic(entries[0])).values()) else "entry"
+
+
+def _stopped(bootstrap: str, r: Any, keys: Keys, source: str, deadline: float) -> None:
+    """Wait until no dataplane holds the deployment's lease and no ingress reads its
+    source (a service stopped a moment ago: until its lease or group session lapses);
+    refused at ``deadline``: a service still running would read past the move."""
+    while True:
+        running = []
+        if r.exists(keys.dataplane_lease):
+            running.append("a dataplane holds the lease")
+        if readers(bootstrap, INGRESS_GROUP, source):
+            running.append(f"an ingress reads {source}")
+        if not running:
+            return
+        if time.monotonic() > deadline:
+            raise MoveRefused(
+                f"admission: {' and '.join(running)}: stop every service of the deployment, "
+                "then start it at the new site"
+            )
+        time.sleep(0.5)
+
+
+def readers(bootstrap: str, group: str, topic: str) -> int:
+    """Members of ``group`` with partitions of ``topic`` assigned."""
+    from confluent_kafka.admin import AdminClient
+
+    from elastic_sps.io.connections import kafka_config
+
+    admin = AdminClient(kafka_config(bootstrap))
+    (fut,) = admin.describe_consumer_groups([group], request_timeout=15.0).values()
+    try:
+        described = fut.result()
+    except KafkaException:  # no such group yet, or its coordinator not up: no member
+        return 0
+    return sum(
+        any(tp.topic == topic for tp in m.assignment.topic_partitions)
+        for m in described.members
+        if m.assignment is not None
+    )
 
 
 def _entry_operator(topo: Topology) -> str:
@@ -100,7 +157,7 @@ def _to_ingress(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) 
             set_group_offsets(
                 bootstrap, INGRESS_GROUP, source, {j: done.get(j, 0) for j in range(n)}
             )
-        except Exception as exc:  # the broker's refusal (the group has a member), said
+        except (KafkaException, RuntimeError) as exc:  # the broker's refusal, said
             raise MoveRefused(f"admission: the ingress's read positions not set ({exc}): "
                               "stop every ingress, then start again") from exc  # fmt: skip
     _replace(r, keys.committed(op), _ends(bootstrap, keys.topic(op)))

@@ -18,6 +18,7 @@ from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.kafka_admin import ensure_topics, group_offsets, set_group_offsets
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.watermarks import Declaration
+from elastic_sps.las import moves
 from elastic_sps.las.moves import INGRESS_GROUP, MoveRefused
 from elastic_sps.las.site import resolve
 from elastic_sps.model.topology import from_dict
@@ -148,9 +149,12 @@ def test_a_second_service_waits_for_the_first_ones_move_and_moves_nothing(dep):
     assert dep.progress() == {0: 9}  # as the other service left it
 
 
-def test_a_move_to_the_ingress_is_refused_while_an_ingress_is_in_its_group(dep):
+def test_a_move_waits_for_an_ingress_reading_the_source_and_is_refused_if_it_stays(
+    dep, monkeypatch
+):
     from confluent_kafka import Consumer
 
+    monkeypatch.setattr(moves, "MOVE_WAIT_S", 3.0)
     dep.produce(dep.source, 0, [b"{}"] * 2)
     assert dep.resolve("entry") == "entry"
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 2, "1": 0})
@@ -161,8 +165,34 @@ def test_a_move_to_the_ingress_is_refused_while_an_ingress_is_in_its_group(dep):
         while not member.assignment():  # a member of the group, partitions assigned
             assert time.monotonic() < deadline, "never joined"
             member.poll(0.2)
-        with pytest.raises(MoveRefused, match="stop every ingress"):
+        with pytest.raises(MoveRefused, match=f"an ingress reads {dep.source}"):
             dep.resolve("ingress")
     finally:
         member.close()
     assert dep.site() == "entry" and dep.progress() == {0: 2, 1: 0}
+
+
+def test_a_move_waits_for_a_stopped_dataplanes_lease_to_lapse(dep):
+    assert dep.resolve("entry") == "entry"
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 4, "1": 0})
+    dep.r.set(dep.keys.dataplane_lease, "a dataplane killed a moment ago", px=1500)
+    assert dep.resolve("ingress") == "ingress"  # once the lease lapsed
+    assert dep.r.get(dep.keys.dataplane_lease) is None
+    assert group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, 2) == {0: 4, 1: 0}
+
+
+def test_a_deployment_from_before_the_record_is_known_by_its_entry_operators_topic(dep):
+    # it ran at the ingress (a's topic holds what the ingress produced), site unrecorded
+    dep.produce(dep.source, 0, [b"{}"] * 5)
+    set_group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, {0: 5, 1: 0})
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 3, "1": 0})
+    assert dep.resolve("entry") == "entry"
+    assert dep.progress() == {0: 5, 1: 0}  # the source's offsets, moved from the ingress
+    assert dep.site() == "entry"
+
+
+def test_one_from_before_the_record_that_ran_at_the_entry_step_moves_nothing(dep):
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 7, "1": 5})  # a's topic is empty
+    assert dep.resolve("entry") == "entry"
+    assert dep.site() == "entry" and dep.progress() == {0: 7, 1: 5}
