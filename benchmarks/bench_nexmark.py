@@ -40,7 +40,10 @@ flush) and each ending with a flush (bids on 32 auctions every 10 s of event tim
    (``idle_cores``, by role): the saturation figure counts them while windows close.
 
 Every phase's rows for the windows it closed must equal ``sps_nexmark.reference``'s
-(``exact``). Printed: min/median/max per peer and query; ``--json``: the rows.
+(``exact``). Beside the runs a probe per core times a fixed piece of Python work
+(``harness.machine``): ``probe_ms``, its median over the saturation phase, and
+``events_per_core_s_at_fastest``, the figure rescaled to the invocation's fastest
+reading (this machine kind's cores change speed on their own). Printed: min/median/max per peer and query; ``--json``: the rows.
 """
 
 from __future__ import annotations

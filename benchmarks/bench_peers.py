@@ -32,7 +32,9 @@ saturation rate for ``--seconds`` (``--rate R``: every peer at R events/s instea
 compare latencies at one load), and the CPU every process of the run spent per paced
 event (``cpu_ms_per_event``; the broker and redis-server included, since a peer that
 makes more hops makes the broker work more; by role in the rows), then what it spends in
-``--idle-seconds`` with no input (``idle_cores``, by role in the rows). Printed:
+``--idle-seconds`` with no input (``idle_cores``, by role in the rows). ``probe_ms``: the
+machine's speed probe over the half-load phase (``harness.machine``), and
+``cpu_ms_per_event_at_fastest`` the CPU figure rescaled to the fastest reading. Printed:
 min/median/max per peer; ``--json``: the rows.
 """
 
