@@ -43,7 +43,8 @@ Every phase's rows for the windows it closed must equal ``sps_nexmark.reference`
 (``exact``). Beside the runs a probe per core times a fixed piece of Python work
 (``harness.machine``): ``probe_ms``, its median over the saturation phase, and
 ``events_per_core_s_at_fastest``, the figure rescaled to the invocation's fastest
-reading (this machine kind's cores change speed on their own). Printed: min/median/max per peer and query; ``--json``: the rows.
+reading (this machine kind's cores change speed on their own). Printed: min/median/max
+per peer and query; ``--json``: the rows.
 """
 
 from __future__ import annotations
