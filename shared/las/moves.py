@@ -46,7 +46,7 @@ def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) 
     site, move the deployment there (once, whichever service comes first)."""
     keys = Keys(settings.key_prefix)
     if not r.exists(keys.admission_site):  # a first start, or one from before the record
-        ran = _site_ran(settings.kafka_bootstrap_servers, r, keys, topo)
+        ran = site_ran(settings.kafka_bootstrap_servers, r, keys, topo)
         r.set(keys.admission_site, ran or site, nx=True)
     if text(r.get(keys.admission_site)) == site:
         return
@@ -72,7 +72,7 @@ def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) 
             r.delete(keys.admission_move)
 
 
-def _site_ran(bootstrap: str, r: Any, keys: Keys, topo: Topology) -> str | None:
+def site_ran(bootstrap: str, r: Any, keys: Keys, topo: Topology) -> str | None:
     """Where a deployment with no recorded site ran (one from before the record): None
     for a new one (its entry operator has no progress); the ingress if the operator's
     own topic holds records (only the ingress writes there), else the entry step."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from elastic_sps.las.moves import settle
+from elastic_sps.las.moves import settle, site_ran
 from elastic_sps.model.topology import Topology
 
 Site = Literal["ingress", "entry"]
@@ -99,12 +99,13 @@ def resolve(settings: Any, topo: Topology, r: Any = None) -> Site:
     key = Keys(settings.key_prefix).admission_site
     recorded = r.get(key)
     if recorded is None:
-        site, why = _decide(settings, topo)
-        r.set(key, site, nx=True)  # a service deciding at the same moment may be first
+        ran = site_ran(settings.kafka_bootstrap_servers, r, Keys(settings.key_prefix), topo)
+        chosen, why = (ran, "where it ran before the record") if ran else _decide(settings, topo)
+        r.set(key, chosen, nx=True)  # a service deciding at the same moment may be first
         recorded = r.get(key)
     else:
         why = f"as recorded in {key}"
-    site = "entry" if text(recorded) == "entry" else "ingress"
+    site: Site = "entry" if text(recorded) == "entry" else "ingress"
     log.info(
         "admission: auto: %s (%s)", "the entry step" if site == "entry" else "the ingress", why
     )

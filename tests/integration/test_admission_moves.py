@@ -196,3 +196,12 @@ def test_one_from_before_the_record_that_ran_at_the_entry_step_moves_nothing(dep
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 7, "1": 5})  # a's topic is empty
     assert dep.resolve("entry") == "entry"
     assert dep.site() == "entry" and dep.progress() == {0: 7, 1: 5}
+
+
+def test_auto_keeps_a_deployment_from_before_the_record_where_it_ran(dep):
+    # named ingress before the record; the pipeline would have auto pick the entry step
+    # (2 partitions for a's pool of 2), but its progress is of a's own topic
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2)])
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 2, "1": 0})
+    assert dep.resolve("auto") == "ingress"
+    assert dep.site() == "ingress" and dep.progress() == {0: 2, 1: 0}
