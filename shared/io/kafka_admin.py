@@ -48,6 +48,22 @@ def partition_count(bootstrap: str, topic: str, wait_s: float = 0.0) -> int:
         time.sleep(0.2)
 
 
+def topic_ends(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's high watermark (the end of what may be read; none: no topic)."""
+    from elastic_sps.io.kafka_io import end_offsets
+
+    n = partition_count(bootstrap, topic)
+    return (
+        dict(enumerate(end_offsets(AdminClient(kafka_config(bootstrap)), {topic: n})[topic]))
+        if n
+        else {}
+    )
+
+
+class GroupRequestFailed(RuntimeError):
+    """The broker refused a consumer group request (as for offsets of a group with members)."""
+
+
 GROUP_TRIES = 30  # a new broker's offsets topic and group coordinator take seconds to be up
 
 
@@ -82,7 +98,7 @@ def _group_request(bootstrap: str, send: Callable[[AdminClient], dict[Any, Any]]
             if not errors:
                 return answer
             if not all(_coordinating(e) for e in errors) or last:
-                raise RuntimeError(f"{answer.group_id}: {errors[0]}")
+                raise GroupRequestFailed(f"{answer.group_id}: {errors[0]}")
         time.sleep(0.5)
     raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -110,4 +126,22 @@ def set_group_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int,
     )
     _group_request(
         bootstrap, lambda a: a.alter_consumer_group_offsets([told], request_timeout=15.0)
+    )
+
+
+def group_readers(bootstrap: str, group: str, topic: str) -> int:
+    """Members of ``group`` with partitions of ``topic`` assigned (none: no such group
+    yet, or its coordinator not up)."""
+    from confluent_kafka import KafkaException
+
+    admin = AdminClient(kafka_config(bootstrap))
+    (fut,) = admin.describe_consumer_groups([group], request_timeout=15.0).values()
+    try:
+        described = fut.result()
+    except KafkaException:
+        return 0
+    return sum(
+        any(tp.topic == topic for tp in m.assignment.topic_partitions)
+        for m in described.members
+        if m.assignment is not None
     )

@@ -26,7 +26,14 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from elastic_sps.io.kafka_admin import group_offsets, partition_count, set_group_offsets
+from elastic_sps.io.kafka_admin import (
+    GroupRequestFailed,
+    group_offsets,
+    group_readers,
+    partition_count,
+    set_group_offsets,
+    topic_ends,
+)
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.marks import text
 from elastic_sps.model.topology import Topology
@@ -63,7 +70,7 @@ def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) 
             mover = _to_entry if site == "entry" else _to_ingress
             try:
                 mover(settings, topo, r, keys, source_topic)
-            except (KafkaException, RuntimeError, TimeoutError) as exc:  # the broker's
+            except (KafkaException, GroupRequestFailed, TimeoutError) as exc:  # the broker's
                 raise MoveRefused(f"admission: the move to {site} failed: {exc}") from exc
             r.set(keys.admission_site, site)
             log.info("admission: moved to %s, the source's read positions carried", site)
@@ -79,7 +86,7 @@ def site_ran(bootstrap: str, r: Any, keys: Keys, topo: Topology) -> str | None:
     entries = topo.entry_operators
     if len(entries) != 1 or not r.exists(keys.committed(entries[0])):
         return None
-    return "ingress" if any(_ends(bootstrap, keys.topic(entries[0])).values()) else "entry"
+    return "ingress" if any(topic_ends(bootstrap, keys.topic(entries[0])).values()) else "entry"
 
 
 def _stopped(bootstrap: str, r: Any, keys: Keys, source: str, deadline: float) -> None:
@@ -90,7 +97,7 @@ def _stopped(bootstrap: str, r: Any, keys: Keys, source: str, deadline: float) -
         running = []
         if r.exists(keys.dataplane_lease):
             running.append("a dataplane holds the lease")
-        if readers(bootstrap, INGRESS_GROUP, source):
+        if group_readers(bootstrap, INGRESS_GROUP, source):
             running.append(f"an ingress reads {source}")
         if not running:
             return
@@ -100,25 +107,6 @@ def _stopped(bootstrap: str, r: Any, keys: Keys, source: str, deadline: float) -
                 "then start it at the new site"
             )
         time.sleep(0.5)
-
-
-def readers(bootstrap: str, group: str, topic: str) -> int:
-    """Members of ``group`` with partitions of ``topic`` assigned."""
-    from confluent_kafka.admin import AdminClient
-
-    from elastic_sps.io.connections import kafka_config
-
-    admin = AdminClient(kafka_config(bootstrap))
-    (fut,) = admin.describe_consumer_groups([group], request_timeout=15.0).values()
-    try:
-        described = fut.result()
-    except KafkaException:  # no such group yet, or its coordinator not up: no member
-        return 0
-    return sum(
-        any(tp.topic == topic for tp in m.assignment.topic_partitions)
-        for m in described.members
-        if m.assignment is not None
-    )
 
 
 def _entry_operator(topo: Topology) -> str:
@@ -157,10 +145,10 @@ def _to_ingress(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) 
             set_group_offsets(
                 bootstrap, INGRESS_GROUP, source, {j: done.get(j, 0) for j in range(n)}
             )
-        except (KafkaException, RuntimeError) as exc:  # the broker's refusal, said
+        except (KafkaException, GroupRequestFailed) as exc:  # the broker's refusal, said
             raise MoveRefused(f"admission: the ingress's read positions not set ({exc}): "
                               "stop every ingress, then start again") from exc  # fmt: skip
-    _replace(r, keys.committed(op), _ends(bootstrap, keys.topic(op)))
+    _replace(r, keys.committed(op), topic_ends(bootstrap, keys.topic(op)))
 
 
 def _replace(r: Any, key: str, offsets: dict[int, int]) -> None:
@@ -171,19 +159,6 @@ def _replace(r: Any, key: str, offsets: dict[int, int]) -> None:
     pipe.execute()
 
 
-def _ends(bootstrap: str, topic: str) -> dict[int, int]:
-    from confluent_kafka.admin import AdminClient
-
-    from elastic_sps.io.connections import kafka_config
-    from elastic_sps.io.kafka_io import end_offsets
-
-    n = partition_count(bootstrap, topic)
-    if not n:
-        return {}
-    ends = end_offsets(AdminClient(kafka_config(bootstrap)), {topic: n})[topic]
-    return dict(enumerate(ends))
-
-
 def stranded(bootstrap: str, topic: str, done: dict[int, int], timeout_s: float = 30.0) -> int:
     """Events (watermark declarations not counted) in ``topic`` past ``done`` (partition
     -> next offset to process), read to the partitions' ends."""
@@ -192,7 +167,7 @@ def stranded(bootstrap: str, topic: str, done: dict[int, int], timeout_s: float 
     from elastic_sps.io.connections import kafka_config
     from elastic_sps.io.watermarks import is_declaration
 
-    ends = {j: end for j, end in _ends(bootstrap, topic).items() if end > done.get(j, 0)}
+    ends = {j: end for j, end in topic_ends(bootstrap, topic).items() if end > done.get(j, 0)}
     if not ends:
         return 0
     c = Consumer(kafka_config(bootstrap, **{"group.id": "sps-admission-move",

@@ -96,10 +96,11 @@ def resolve(settings: Any, topo: Topology, r: Any = None) -> Site:
         named: Site = "entry" if choice == "entry" else "ingress"
         settle(settings, topo, r, named, source_topic(settings, topo))
         return named
-    key = Keys(settings.key_prefix).admission_site
+    keys = Keys(settings.key_prefix)
+    key = keys.admission_site
     recorded = r.get(key)
     if recorded is None:
-        ran = site_ran(settings.kafka_bootstrap_servers, r, Keys(settings.key_prefix), topo)
+        ran = site_ran(settings.kafka_bootstrap_servers, r, keys, topo)
         chosen, why = (ran, "where it ran before the record") if ran else _decide(settings, topo)
         r.set(key, chosen, nx=True)  # a service deciding at the same moment may be first
         recorded = r.get(key)
