@@ -21,23 +21,14 @@ from elastic_sps.io.watermarks import Declaration
 from elastic_sps.las import moves
 from elastic_sps.las.moves import INGRESS_GROUP, MoveRefused
 from elastic_sps.las.site import resolve
-from elastic_sps.model.topology import from_dict
 from elastic_sps.settings import ServiceSettings
+from tests.support.pipelines import one_operator
 
 pytestmark = pytest.mark.integration
 
 
 def pipeline(topic: str) -> Any:
-    return from_dict(
-        {
-            "name": "t",
-            "source": {"topics": [topic]},
-            "operators": [
-                {"name": "a", "code": "tests.support.engine_ops:relabel", "max_replicas": 2}
-            ],
-            "edges": [{"from": "source", "to": "a"}],
-        }
-    )
+    return one_operator(topic, 2)
 
 
 class Deployment:

@@ -19,24 +19,15 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.kafka_admin import ensure_topics, partition_count
 from elastic_sps.las.site import resolve
-from elastic_sps.model.topology import from_dict
 from elastic_sps.services.ensemble.drain import admits_at_entry
 from elastic_sps.settings import ServiceSettings
+from tests.support.pipelines import one_operator
 
 pytestmark = pytest.mark.integration
 
 
 def pipeline(topic: str) -> Any:
-    return from_dict(
-        {
-            "name": "t",
-            "source": {"topics": [topic]},
-            "operators": [
-                {"name": "a", "code": "tests.support.engine_ops:relabel", "max_replicas": 3}
-            ],
-            "edges": [{"from": "source", "to": "a"}],
-        }
-    )
+    return one_operator(topic, 3)
 
 
 def settings(bootstrap: str, redis_url: str, admission: str = "auto", prefix: str = "") -> Any:

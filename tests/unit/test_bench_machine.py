@@ -9,7 +9,7 @@ import time
 import pytest
 
 from benchmarks.harness import runs
-from benchmarks.harness.machine import SpeedProbe, at_fastest, median_between, unit_ms
+from benchmarks.harness.machine import SpeedProbe, at_fastest, median_between
 from benchmarks.harness.processes import PROBE, cpu_seconds, role_of
 
 pytestmark = pytest.mark.unit
@@ -62,7 +62,6 @@ def test_a_rows_phase_becomes_the_probes_reading_over_it():
 
 
 def test_the_probe_samples_its_unit_and_no_cpu_figure_counts_it():
-    assert unit_ms(1000) >= 0.0
     with SpeedProbe(every_s=0.05) as probe:
         deadline = time.monotonic() + 30
         while len(probe.samples) < 3 and time.monotonic() < deadline:
