@@ -260,6 +260,15 @@ class DataplaneSettings(AdmissionSettings):
         "(`up` and `demo` set 60 with SPS_DATAPLANE_STANDBY; 0: start at once).",
         ge=0,
     )
+    stop_grace_s: float = _f(
+        20.0,
+        "On SIGTERM the dataplane ends its tasks' epochs at once, each committing what it "
+        "produced, plans no further batch, and stops its queries once the batch under way "
+        "is done, waiting at most this long (then stops them as they are: what they "
+        "produced since their last checkpoint is produced again at the next start). A "
+        "second SIGTERM stops at once. Give `docker stop` a longer grace.",
+        ge=0,
+    )
     spark_master: str = _f(
         "auto",
         "auto (local[operators x tasks per query]), local[...], spark://..., k8s://...",

@@ -3,6 +3,7 @@ they spend, by role."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -147,11 +148,17 @@ class ServiceProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
-        if self.proc is None or self.proc.poll() is not None:
+        """``sig`` to the service's own process, which stops what it started (the
+        dataplane ends its epochs before Spark's JVM: ``dataplane/stopping.py``); SIGKILL
+        after ``timeout``; then whatever of its process group outlived it."""
+        if self.proc is None:
             return
-        os.killpg(self.proc.pid, sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 
 from elastic_sps.services.dataplane.job import run
+from elastic_sps.services.dataplane.stopping import StopRequest
 from elastic_sps.settings import DataplaneSettings, settings_or_exit
 
 
@@ -18,9 +18,10 @@ def main() -> None:
     if args.topology:
         os.environ["SPS_TOPOLOGY"] = args.topology
     settings = settings_or_exit(DataplaneSettings)
-    # SIGTERM: stop the queries cleanly (the finally in run), keeping checkpoints whole.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    run(settings)
+    # SIGTERM: the queries' epochs end and commit, then they stop (``stopping.py``)
+    stop = StopRequest()
+    signal.signal(signal.SIGTERM, stop)
+    run(settings, stop)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from elastic_sps.services.dataplane.cluster import (
 from elastic_sps.services.dataplane.observe import DataplaneCollector, health, serving
 from elastic_sps.services.dataplane.options import CostMode, SourceOptions
 from elastic_sps.services.dataplane.slots import tasks_per_operator
+from elastic_sps.services.dataplane.stopping import StopRequest, end_epochs
 from elastic_sps.services.ops_server import serve
 from elastic_sps.settings import DataplaneSettings
 
@@ -293,15 +294,16 @@ def watch(
     queries: list[Any],
     on_serving: Callable[[], bool] = lambda: True,
     holder: str = "",
+    stopped: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Until a query stops: restart one that failed transiently, raise on anything else
-    (a user's operator that fails too often is named: ``OperatorFailing``).
-    ``on_serving``: when every query has finished a batch, until it returns True;
-    ``holder``: the lease id a restarted query's tasks record."""
+    """Until a query stops, or ``stopped`` says so: restart a query that failed transiently,
+    raise on anything else (a user's operator that fails too often is named:
+    ``OperatorFailing``). ``on_serving``: when every query has finished a batch, until
+    it returns True; ``holder``: the lease id a restarted query's tasks record."""
     restarts = 0
     logged_at, logged_batch = time.monotonic(), dict[str, int]()
     serving = False
-    while True:
+    while not stopped():
         time.sleep(0.5)
         if not serving and all(q.lastProgress is not None for q in queries):
             serving = on_serving()
@@ -360,7 +362,9 @@ def serve_observability(
     serve("dataplane", settings.web_host, port, registry, state)
 
 
-def run(settings: DataplaneSettings) -> None:
+def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
+    """The dataplane until its queries stop, fail, or ``stop`` is requested (SIGTERM:
+    ``stopping.py``), which ends them gracefully."""
     from elastic_sps.io.durability import NotDurableError
     from elastic_sps.io.redis_client import redis_client
     from elastic_sps.pipeline.operators import OperatorLoadError
@@ -398,9 +402,13 @@ def run(settings: DataplaneSettings) -> None:
         topo.name,
         time.monotonic() - began,
     )
+    stop = stop or StopRequest()
+    stop.serving = True
     try:
         announce = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
-        watch(spark, settings, topo, queries, announce, lease.me)
+        watch(spark, settings, topo, queries, announce, lease.me, lambda: stop.requested)
+        if stop.requested:
+            end_epochs(r, keys, lease.me, queries, settings.stop_grace_s)
     finally:
         for q in queries:
             q.stop()

@@ -7,11 +7,12 @@ each replica in its own thread (``slots.py`` says why) through the per-event ste
 epoch. Inside the epoch every replica checkpoints on its own every ``checkpoint_s``
 (``checkpoint``): its outputs flushed, then its counters, progress and keyed state
 committed, so an epoch can be long without the monitor, a drain or a retry waiting for
-its end. The epoch ends at its deadline, at once when a keyed operator spread over
-several tasks (or CPU-bound) changes its count (``resized``): its partitions' new owners
-start in the next epoch; or when a replica thread fails. Clients are
-cached per worker process (``worker.py``: Spark reuses Python workers); so is each entry
-operator's LAS sketch state, which must outlive a task to become stable.
+its end. The epoch ends at its deadline; at once when a keyed operator spread over
+several tasks (or CPU-bound) changes its count (its partitions' new owners start in the
+next epoch) or when the dataplane stops gracefully (``epoch_ends``); or when a replica
+thread fails. Clients are cached per worker process (``worker.py``: Spark reuses Python
+workers); so is each entry operator's LAS sketch state, which must outlive a task to
+become stable.
 """
 
 from __future__ import annotations
@@ -272,22 +273,27 @@ def by_replica(slots: tuple[Slot, ...]) -> list[list[Slot]]:
     return list(out.values())
 
 
-def resized(g: GroupRun, planned: Mapping[str, int]) -> Callable[[], bool]:
-    """Whether a keyed operator's active count has left the one this epoch was planned
-    with: its partitions change owner, which needs new tasks."""
-    names = sorted(planned)
-    if not names or g.o.settings.fixed_replicas:
-        return lambda: False
+def epoch_ends(g: GroupRun, planned: Mapping[str, int], holder: str | None) -> Callable[[], bool]:
+    """Whether the epoch must end now: a keyed operator's active count has left the one
+    this epoch was planned with (its partitions change owner, which needs new tasks), or
+    ``holder``, the dataplane process, is stopping gracefully (``stopping.py``)."""
+    names = [] if g.o.settings.fixed_replicas else sorted(planned)
     keys = [g.keys.active(name) for name in names]
+    if holder:
+        keys.append(g.keys.dataplane_stopping(holder))
+    if not keys:
+        return lambda: False
 
-    def changed() -> bool:
-        counts = g.r.mget(keys)
+    def ends() -> bool:
+        values = g.r.mget(keys)
+        if holder and values[-1] is not None:
+            return True
         return any(
             active_count(v, g.topo[n].min_replicas, g.topo[n].max_replicas) != planned[n]
-            for n, v in zip(names, counts, strict=True)
+            for n, v in zip(names, values, strict=False)
         )
 
-    return changed
+    return ends
 
 
 def resumed(slots: tuple[Slot, ...], committed: Mapping[Any, Any]) -> tuple[Slot, ...]:
@@ -365,13 +371,15 @@ def run_group(
     keyed_active: Mapping[str, int] | None = None,
     moves_in_task: bool = False,
     holder: str | None = None,
+    warm: bool = False,
 ) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``source._serve_seconds``; the
     task window when the driver did not say); ``keyed_active``: the counts the epoch
     was planned with of the keyed operators whose moves need new tasks (a change ends
     it); ``moves_in_task``: this operator's moves are handed over inside this task;
-    ``holder``: a serving (not warm-up) task's dataplane process, recorded as it starts
-    serving (its /health waits for that)."""
+    ``holder``: the task's dataplane process (its graceful stop ends the epoch), which
+    a task past the warm-up batch (not ``warm``) records as it starts serving (its
+    /health waits for that)."""
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
@@ -384,11 +392,11 @@ def run_group(
     entry = EntryTask(g, slots) if g.admits else None
     if entry is not None:
         entry.planned(records, began_read)
-    if holder:
+    if holder and not warm:
         g.r.sadd(g.keys.tasks_serving, holder)
     window = o.task_window_s
     if window > 0:
-        stop = resized(g, keyed_active or {})
+        stop = epoch_ends(g, keyed_active or {}, holder)
         deadline = began + (serve_s or window)
         results = run_windowed(g, slots, records, deadline, stop, moves_in_task, entry)
     else:

@@ -14,12 +14,12 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.queues import BatchReads, list_source_ends, publish_queues
 from elastic_sps.services.dataplane.slots import (
     SLOT_ROW_SCHEMA,
     Slot,
@@ -59,23 +59,12 @@ class SlotGroup(InputPartition):
         warm: bool = False,
     ) -> None:
         self.operator, self.slots, self.active = operator, slots, active
-        self.warm = warm  # the warm-up batch's: not yet serving (``run_group``'s ``holder``)
+        self.warm = warm  # the warm-up batch's: not yet serving (``run_group``'s ``warm``)
         self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
         # the keyed operators' counts the epoch is planned with: a change ends the epoch
         self.keyed_active = keyed_active or {}
         # a keyed operator whose partitions are all in this task hands moves over inside it
         self.moves_in_task = moves_in_task
-
-
-@dataclass(frozen=True)
-class BatchReads:
-    """What planning a micro-batch reads: each operator's active count, how far each
-    partition was processed (``replica.publish``) and, unless not asked for, its
-    partition ends (the registry's, from the same round trip, or the broker's)."""
-
-    active: dict[str, int]
-    progress: dict[str, dict[str, int]]
-    ends: dict[str, list[int]]
 
 
 def _ints(raw: Mapping[Any, Any]) -> dict[int, int]:
@@ -183,6 +172,8 @@ class OperatorReader(DataSourceStreamReader):
         listed = [op for op in ops if not self._admits(op)] if registry else []
         for op in listed:  # the source's ends are the broker's: its producers keep none
             pipe.hgetall(keys.ends(keys.topic(op)))
+        if self.o.holder:
+            pipe.exists(keys.dataplane_stopping(self.o.holder))
         raw = iter(pipe.execute())
         if fixed:
             active = dict.fromkeys(ops, fixed)
@@ -194,9 +185,10 @@ class OperatorReader(DataSourceStreamReader):
             }
         progress = {op: {str(j): v for j, v in _ints(next(raw)).items()} for op in ops}
         ends = {op: self._per_partition(op, _ints(next(raw))) for op in listed}
+        stopping = bool(self.o.holder) and bool(next(raw))
         if with_ends and (unlisted := [op for op in ops if op not in ends]):
             ends.update(self._watermark_ends(unlisted))
-        return BatchReads(active, progress, ends)
+        return BatchReads(active, progress, ends, stopping)
 
     def _per_partition(self, op: str, ends: Mapping[int, int]) -> list[int]:
         return [ends.get(j, 0) for j in range(self._pool(op))]
@@ -219,6 +211,8 @@ class OperatorReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
         reads = self._read()
+        if reads.stopping and start:  # the driver stops gracefully: no further batch
+            return start
         out: dict[str, dict[str, int]] = {
             op: self._batch_end(op, start.get(op, {}), reads) for op in self.operators
         }
@@ -395,28 +389,9 @@ class OperatorReader(DataSourceStreamReader):
                 log.warning("queue levels not published: %s", exc)
 
     def _publish_queues(self, reads: BatchReads, end: dict) -> None:
-        """Each operator's events not yet processed (beyond ``end``, Spark's offsets of the
-        batch done, and the replicas' checkpointed progress) and active count."""
-        from elastic_sps.contracts.metrics import OperatorCounters
-
-        producer = self._metrics_producer()
-        interval = int(time.time() // self.o.td)
-        self._list_source_ends(reads)
-        for op in self.operators:
-            done, progress = end.get(op, {}), reads.progress[op]
-            queued = sum(
-                max(0, e - max(int(done.get(str(j), 0)), progress.get(str(j), 0)))
-                for j, e in enumerate(reads.ends[op])
-            )
-            rec = OperatorCounters(
-                interval=interval,
-                operator=op,
-                replica=0,
-                queued=queued,
-                active_replicas=reads.active[op],
-            )
-            producer.produce(self.o.metrics_topic, value=rec.model_dump_json().encode())
-        producer.flush(10)
+        admitting = [op for op in self.operators if self._admits(op)]
+        list_source_ends(self._redis(), self._keys(), reads, admitting)
+        publish_queues(self._metrics_producer(), self.o.metrics_topic, self.o.td, reads, end)
 
     def _metrics_producer(self) -> Any:
         from confluent_kafka import Producer
@@ -426,16 +401,6 @@ class OperatorReader(DataSourceStreamReader):
         if self._producer is None:
             self._producer = Producer(kafka_config(self.o.bootstrap, **{"linger.ms": 0}))
         return self._producer
-
-    def _list_source_ends(self, reads: BatchReads) -> None:
-        """The entry step's source ends, where the registry keeps an operator's: the
-        services that read a backlog from it (the LAS gate's bound, the drain, the
-        dataplane's /metrics) find the entry operator's there (its producers keep none)."""
-        keys = self._keys()
-        for op in self.operators:
-            if self._admits(op) and op in reads.ends:
-                ends = dict(enumerate(reads.ends[op]))
-                self._redis().hset(keys.ends(keys.topic(op)), mapping=ends)
 
     # -- executor side -----------------------------------------------------------------
     def read(self, partition: InputPartition) -> Any:
@@ -450,5 +415,6 @@ class OperatorReader(DataSourceStreamReader):
             partition.serve_s,
             partition.keyed_active,
             partition.moves_in_task,
-            None if partition.warm else self.o.holder,
+            self.o.holder or None,
+            partition.warm,
         )

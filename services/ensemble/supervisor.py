@@ -156,16 +156,22 @@ class Ensemble:
                 raise TimeoutError(f"not healthy after {timeout}s: {[c.name for c in pending]}")
             time.sleep(0.3)
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """SIGTERM every child's group at once, wait for them all against one deadline
-        (not one per child: six slow exits in a row took minutes on a loaded machine),
-        then SIGKILL the groups still there. Logs how long each took."""
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM every child at once, wait for them all against one deadline (not one
+        per child: six slow exits in a row took minutes on a loaded machine), then
+        SIGKILL the groups still there. Logs how long each took. The dataplane's driver
+        alone is signalled: it ends its tasks' epochs before Spark's JVM stops
+        (``dataplane/stopping.py``); every other child's whole group."""
         self.stopping.set()
         t0 = time.monotonic()
         for c in reversed(self.children):
             if c.alive():
+                alone = c.name in ("dataplane", STANDBY) and c.name not in self.commands
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(c.proc.pid, signal.SIGTERM)
+                    if alone:
+                        c.proc.send_signal(signal.SIGTERM)
+                    else:
+                        os.killpg(c.proc.pid, signal.SIGTERM)
         deadline = t0 + grace_s
         for c in reversed(self.children):
             try:

@@ -37,6 +37,7 @@ dataplane and the ingress read them through it.
 | {p}:admission:site                    | string | the first resolver  | dataplane, ingress, up |
 | {p}:admission:moving                  | string | a site move's mover | the other resolvers    |
 | {p}:dp:serving_holders                | set    | dataplane tasks     | dataplane /health      |
+| {p}:dp:stopping:{holder}              | string | dataplane driver    | its source, its tasks  |
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ class Keys:
         replicas: added as a task past the warm-up batch starts serving (a set, so that
         an old holder's late task cannot take a new holder's mark away)."""
         return f"{self.prefix}:dp:serving_holders"
+
+    def dataplane_stopping(self, holder: str) -> str:
+        """Set by a lease holder stopping gracefully: its source plans no further batch
+        and its tasks end their epochs at once (``services/dataplane/stopping.py``)."""
+        return f"{self.prefix}:dp:stopping:{holder}"
 
     def committed(self, op: str) -> str:
         """Hash partition -> offset up to which the operator's replicas have processed."""

@@ -24,7 +24,7 @@ from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.replica import Epoch, Replica, run_windowed
+from elastic_sps.services.dataplane.replica import Epoch, Replica, epoch_ends, run_windowed
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -117,3 +117,21 @@ def test_a_replica_whose_operator_fails_ends_the_epoch_at_once(
     with pytest.raises(OperatorFailing, match="fails"):
         run_windowed(g, (Slot(0, 0, 1),), {0: [Record(0, 0, body)]}, began + 60, stop=lambda: False)
     assert time.monotonic() - began < 30  # not at the epoch's end, 60 s on
+
+
+def test_an_epoch_ends_when_its_dataplane_stops_or_a_keyed_count_changes(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    g = group_of(DOC, "step", kafka_bootstrap, redis_url, tmp_path)
+    g.r.set(g.keys.active("step"), 1)
+    serving = epoch_ends(g, {"step": 1}, "host:1:a")
+    assert serving() is False
+    g.r.set(g.keys.dataplane_stopping("host:2:b"), 1)  # another holder's (a standby's)
+    assert serving() is False
+    g.r.set(g.keys.dataplane_stopping("host:1:a"), 1)
+    assert serving() is True
+    warm_up = epoch_ends(g, {"step": 1}, None)  # a warm-up task: no holder's stop
+    assert warm_up() is False
+    g.r.set(g.keys.active("step"), 2)
+    assert warm_up() is True
+    assert epoch_ends(g, {}, None)() is False  # nothing to ask

@@ -115,10 +115,16 @@ def readers_stopped() -> Iterator[None]:
 
 
 def reader(
-    redis_url: str, keys: Keys, ops: list[str], topo: Any = "twitter", **settings: Any
+    redis_url: str,
+    keys: Keys,
+    ops: list[str],
+    topo: Any = "twitter",
+    holder: str = "",
+    **settings: Any,
 ) -> OperatorReader:
     chosen = DataplaneSettings(redis_url=redis_url, key_prefix=keys.prefix, **settings)
-    out = OperatorReader(SourceOptions.build(chosen, topology.load(topo), ops, "none"))
+    options = SourceOptions.build(chosen, topology.load(topo), ops, "none", holder=holder)
+    out = OperatorReader(options)
     READERS.append(out)
     out._producer = Sink()
     out._redis().ping()  # connected: the handshake is no batch's
@@ -173,6 +179,23 @@ def test_an_idle_poll_is_one_round_trip(redis_url, keys, monkeypatch):
     start = r.latestOffset(r.initialOffset(), None)
     trips = Trips(monkeypatch)
     assert r.latestOffset(start, None) == start and trips.take() == 1
+
+
+def test_a_stopping_holders_source_plans_no_further_batch(
+    redis_url, redis_client, keys, monkeypatch
+):
+    r = reader(redis_url, keys, ["parse"], holder="host:1:a", partition_ends="registry",
+               max_events_per_task=30)  # fmt: skip
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    r.partitions(start, end)
+    redis_client.hset(keys.committed("parse"), mapping={"0": 40, "1": 30})  # the tasks ran
+    redis_client.set(keys.dataplane_stopping("host:2:b"), 1)  # another holder's: not ours
+    assert r.latestOffset(end, None)["parse"]["0"] == 70
+    redis_client.set(keys.dataplane_stopping("host:1:a"), 1)
+    trips = Trips(monkeypatch)
+    # events wait (70 of 100 on partition 0), yet the offsets stay: Spark plans no batch
+    assert r.latestOffset(end, None) == end and trips.take() == 1
 
 
 def test_reads_are_fresh_once_the_batchs_tasks_may_have_run(redis_url, keys, monkeypatch):

@@ -1,0 +1,75 @@
+"""A graceful stop of the dataplane, on SIGTERM to its driver process (what ``docker
+stop`` sends a container's first process, and ``elastic-sps up`` the dataplane before
+its process group): the tasks end their epochs at once, each flushing and committing
+what it produced with its progress; the source plans no further batch; the queries stop
+once the batch under way is done. The next start (or a standby taking over) goes on
+from those commits, so nothing is produced twice. A stop that does not let the tasks
+commit (SIGKILL, a SIGTERM to the whole process group, which reaches Spark's JVM at
+once, or the grace running out) leaves delivery at least once, as for any failure.
+
+The request reaches the tasks and the source the way a resize does: a Redis key (one
+per lease holder, so a standby's tasks never read it) that they already ask about in
+their existing round trips.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from elastic_sps.io.knowledge_base import Keys
+
+log = logging.getLogger("sps.dataplane")
+
+
+class StopRequest:
+    """SIGTERM's handler. While the queries serve, a request: ``requested`` turns True
+    and the main loop ends them gracefully (``end_epochs``). Before they serve
+    (starting, or a standby waiting for the lease) and at a second SIGTERM, an exit at
+    once. A plain flag, polled: a handler must not take a lock (``Event.set`` does) that
+    the main thread it interrupts may hold."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.serving = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.serving and not self.requested:
+            self.requested = True
+            return
+        raise SystemExit(0)
+
+
+def trigger_running(query: Any) -> bool:
+    """Whether ``query`` is inside a trigger: planning or running a micro-batch."""
+    return bool(query.isActive and query.status.get("isTriggerActive", False))
+
+
+def end_epochs(
+    r: Any, keys: Keys, holder: str, queries: Sequence[Any], grace_s: float, poll_s: float = 0.1
+) -> bool:
+    """Ask ``holder``'s tasks and source to end (``Keys.dataplane_stopping``), then wait up
+    to ``grace_s`` until no query is inside a trigger: seen after the ask, a query's batch
+    under way has ended and committed, and any later trigger plans none. True if every
+    query got there in time."""
+    began = time.monotonic()
+    # the key outlives the wait (a trigger planning as the queries stop still reads it);
+    # it dies with its expiry, and no other holder reads it
+    r.set(keys.dataplane_stopping(holder), "1", ex=max(1, int(grace_s) + 30))
+    pending = list(queries)
+    while pending:
+        pending = [q for q in pending if trigger_running(q)]
+        if not pending or time.monotonic() - began >= grace_s:
+            break
+        time.sleep(poll_s)
+    if pending:
+        log.warning(
+            "stopping: %d queries still inside a batch after %.0f s; stopping them as they are",
+            len(pending),
+            grace_s,
+        )
+    else:
+        log.info("stopping: every epoch ended and committed (%.1f s)", time.monotonic() - began)
+    return not pending

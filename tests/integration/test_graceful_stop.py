@@ -1,0 +1,159 @@
+"""A SIGTERM to the dataplane's driver in the middle of an epoch (what ``docker stop`` and
+``elastic-sps up`` send it), on real Spark, a real broker and redis-server: the epoch ends
+at once and commits, the process exits, and the next start goes on from there, so every
+event's output is produced once. The replicas commit only at an epoch's end here
+(``SPS_CHECKPOINT_S=0``), so a stop that did not let them commit would repeat every
+output of the epoch."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from elastic_sps.io.connections import kafka_config
+from elastic_sps.io.envelope import decode
+from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.io.watermarks import is_declaration
+from elastic_sps.model import topology
+from elastic_sps.services.dataplane.job import create_topics
+from elastic_sps.services.dataplane.stopping import StopRequest, end_epochs
+from elastic_sps.settings import DataplaneSettings
+from tests.support.processes import ServiceProcess
+from tests.support.step_after import step_after
+
+pytestmark = pytest.mark.integration
+
+EVENTS = 2_000  # per run
+
+
+class Outputs:
+    """The entry operator's outputs (the ``after`` operator's input topic), read as they
+    come: how many times each event id was produced."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.consumer = Consumer(kafka_config(bootstrap, **{"group.id": f"g{uuid.uuid4()}"}))
+        self.consumer.assign([TopicPartition(topic, j, 0) for j in range(partitions)])
+        self.ids: Counter[str] = Counter()
+
+    def read(self) -> Counter[str]:
+        while (msg := self.consumer.poll(0.2)) is not None:
+            if msg.error() is None and not is_declaration(msg.value()):
+                self.ids[decode(msg.value()).id] += 1
+        return self.ids
+
+    def wait_for(self, n: int, proc: ServiceProcess, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(self.read()) < n:
+            assert proc.alive(), proc.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"{len(self.ids)} of {n} events out"
+
+
+def produce(bootstrap: str, topic: str, ids: range) -> None:
+    producer = Producer(kafka_config(bootstrap))
+    for k in ids:
+        body = orjson.dumps({"id": f"e{k}", "key": f"k{k % 7}", "t": k // 100, "sum": k})
+        producer.produce(topic, body, partition=k % 2)
+    producer.flush(10)
+
+
+def stop_gracefully(proc: ServiceProcess) -> None:
+    """SIGTERM to the driver's process alone, as ``docker stop`` sends it."""
+    assert proc.proc is not None
+    proc.proc.send_signal(signal.SIGTERM)
+    assert proc.proc.wait(60) == 0, proc.log.read_text()[-3000:]
+    assert "every epoch ended and committed" in proc.log.read_text()
+    proc.stop(signal.SIGKILL)  # what is left of its group (Spark's JVM)
+
+
+def test_a_sigterm_mid_epoch_repeats_no_output(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Path
+) -> None:
+    tag = f"gs{uuid.uuid4().hex[:6]}"
+    source = f"{tag}.orders"
+    doc = step_after({"topics": [source], "format": "json", "id": "field:id",
+                      "key": "field:key", "time": "field:t"})  # fmt: skip
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({**doc, "name": tag}))
+    env: dict[str, Any] = {
+        "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "SPS_REDIS_URL": redis_url,
+        "SPS_KEY_PREFIX": tag,
+        "SPS_TOPOLOGY": str(path),
+        "SPS_ADMISSION": "entry",
+        "SPS_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+        "SPS_TOPICS__DEADLETTER": f"{tag}.dead",
+        "SPS_TOPICS__METRICS": f"{tag}.metrics",
+        # one epoch outlasts each run, committing only at its end
+        "SPS_TASK_WINDOW_S": "600",
+        "SPS_CHECKPOINT_S": "0",
+    }
+    settings = DataplaneSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, redis_url=redis_url, key_prefix=tag,
+        admission="entry",
+    )  # fmt: skip
+    create_topics(settings, topology.load(path))  # the source: a partition per replica
+    outputs = Outputs(kafka_bootstrap, Keys(tag).topic("after"), 2)
+    for run in range(2):
+        dataplane = ServiceProcess("dataplane", env).start()
+        try:
+            dataplane.wait_healthy(240)
+            produce(kafka_bootstrap, source, range(run * EVENTS, (run + 1) * EVENTS))
+            outputs.wait_for((run + 1) * EVENTS, dataplane)
+            stop_gracefully(dataplane)
+        finally:
+            dataplane.stop(signal.SIGKILL)
+    ids = outputs.read()
+    assert set(ids) == {f"e{k}" for k in range(2 * EVENTS)}
+    assert [i for i, n in ids.items() if n > 1] == []
+
+
+class BatchUnderWay:
+    """Stands in for a Spark query (``isActive``, ``status``): inside a trigger for the
+    first ``reads`` reads of its status."""
+
+    isActive = True
+
+    def __init__(self, reads: int) -> None:
+        self.left, self.asked = reads, 0
+
+    @property
+    def status(self) -> dict[str, bool]:
+        self.asked += 1
+        self.left -= 1
+        return {"isTriggerActive": self.left >= 0}
+
+
+def test_the_stop_waits_for_the_batch_under_way(redis_client: Any) -> None:
+    keys = Keys(f"gs{uuid.uuid4().hex[:6]}")
+    query = BatchUnderWay(3)
+    assert end_epochs(redis_client, keys, "host:1:a", [query], grace_s=30, poll_s=0.01)
+    assert query.asked == 4  # three inside the batch, then between triggers
+    assert redis_client.exists(keys.dataplane_stopping("host:1:a"))
+    assert not redis_client.exists(keys.dataplane_stopping("host:2:b"))
+
+
+def test_the_stop_gives_up_after_its_grace(redis_client: Any) -> None:
+    keys = Keys(f"gs{uuid.uuid4().hex[:6]}")
+    began = time.monotonic()
+    assert not end_epochs(redis_client, keys, "h", [BatchUnderWay(10**9)], 0.3, poll_s=0.05)
+    assert 0.3 <= time.monotonic() - began < 10
+
+
+def test_sigterm_asks_once_while_serving_else_exits() -> None:
+    stop = StopRequest()
+    with pytest.raises(SystemExit):  # starting, or a standby waiting: nothing to end
+        stop(signal.SIGTERM, None)
+    stop.serving = True
+    stop(signal.SIGTERM, None)
+    assert stop.requested
+    with pytest.raises(SystemExit):  # a second one: at once
+        stop(signal.SIGTERM, None)
