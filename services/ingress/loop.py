@@ -29,7 +29,7 @@ from elastic_sps.io.rescale_timeline import CountWatch
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.las.gate import Gate, events_of
-from elastic_sps.las.moves import INGRESS_GROUP
+from elastic_sps.las.moves import adopt_shared_offsets, ingress_group
 from elastic_sps.pipeline.costs import service_topology
 from elastic_sps.services.ingress.declarations import SourceDeclarations
 from elastic_sps.settings import IngressSettings
@@ -91,16 +91,17 @@ class Ingress:
         self.routers = Routers(view, [e.dst for e in self.entries], rebuild_s=0.5)
         self.out = TrackedProducer(settings.kafka_bootstrap_servers, self.r, self.keys)
         self.side = Producer(kafka_config(settings.kafka_bootstrap_servers, **{"linger.ms": 5}))
+        group = ingress_group(settings.key_prefix)
         self.consumer = Consumer(
             kafka_config(
                 settings.kafka_bootstrap_servers,
                 **{
-                    "group.id": INGRESS_GROUP,
+                    "group.id": group,
                     # static membership (KIP-345): an ingress restarted on the same host
                     # takes its partitions back at once; as a new member it waited for the
                     # dead one's session to time out (SPS_KAFKA_SESSION_TIMEOUT_S) while
                     # its input piled up (bench_faults: kill -9 of the ingress)
-                    "group.instance.id": f"sps-ingress-{socket.gethostname()}",
+                    "group.instance.id": f"{group}-{socket.gethostname()}",
                     "enable.auto.commit": False,
                     "auto.offset.reset": "earliest",
                     "session.timeout.ms": int(settings.kafka_session_timeout_s * 1000),
@@ -110,6 +111,8 @@ class Ingress:
         # the topology's source: the user's topics and record format, or sps.ingress
         self.source = self.topo.source.keyed_by(settings.key_field)
         self.input_topics = list(self.source.topics) or [settings.topics.ingress]
+        for topic in self.input_topics:  # a deployment upgraded from the shared group
+            adopt_shared_offsets(settings.kafka_bootstrap_servers, self.keys, self.topo, topic)
         self.consumer.subscribe(self.input_topics)
         # the source partitions' watermarks, declared to every entry partition
         self.declarations = SourceDeclarations(self.consumer, self.input_topics, settings.idle_s)

@@ -1,13 +1,13 @@
 """Moving a deployment's admission from one site to the other (``las.site``) without an
 event read twice or skipped.
 
-The ingress reads the source as the consumer group ``INGRESS_GROUP`` and produces what it
-admits into the entry operator's topic; the entry step reads the source itself and keeps
-its progress per source partition in the entry operator's committed hash, the hash that
-holds its own topic's progress under the ingress. A service starting at the site the
-deployment did not run at carries the read positions across before anything reads, once:
-the first to start holds ``Keys.admission_move`` while it moves, the others wait for the
-recorded site to change.
+The ingress reads the source as its deployment's consumer group (``ingress_group``) and
+produces what it admits into the entry operator's topic; the entry step reads the source
+itself and keeps its progress per source partition in the entry operator's committed
+hash, the hash that holds its own topic's progress under the ingress. A service starting
+at the site the deployment did not run at carries the read positions across before
+anything reads, once: the first to start holds ``Keys.admission_move`` while it moves,
+the others wait for the recorded site to change.
 
 * ingress → entry: every event the ingress admitted must be processed (else the move is
   refused: they would be left in the entry operator's topic, which the entry step does
@@ -38,7 +38,9 @@ from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.marks import text
 from elastic_sps.model.topology import Topology
 
-INGRESS_GROUP = "sps-ingress"  # the ingress's consumer group on the source
+# the ingress's consumer group every deployment shared before each had its own (and the
+# default key prefix's own, so such a deployment keeps its group)
+SHARED_INGRESS_GROUP = "sps-ingress"
 MOVE_WAIT_S = 120.0  # the longest a service waits for another's move (the lock's expiry)
 
 log = logging.getLogger("sps.admission")
@@ -46,6 +48,42 @@ log = logging.getLogger("sps.admission")
 
 class MoveRefused(ValueError):
     """A move between admission sites that would lose events, with what to do instead."""
+
+
+def ingress_group(prefix: str) -> str:
+    """The ingress's consumer group on the source: one per deployment (its key prefix),
+    so deployments on one broker neither rebalance each other's ingresses nor keep a
+    group from being empty, which Kafka needs to set its offsets in a move."""
+    return f"{prefix}-ingress"
+
+
+def ingress_offsets(bootstrap: str, prefix: str, source: str, n: int) -> dict[int, int]:
+    """Where the deployment's ingress committed on ``source``'s ``n`` partitions: its
+    group's commits, else the shared group's (an ingress that last ran before groups
+    were per deployment)."""
+    read = group_offsets(bootstrap, ingress_group(prefix), source, n)
+    if read or ingress_group(prefix) == SHARED_INGRESS_GROUP:
+        return read
+    return group_offsets(bootstrap, SHARED_INGRESS_GROUP, source, n)
+
+
+def adopt_shared_offsets(bootstrap: str, keys: Keys, topo: Topology, source: str) -> bool:
+    """At an ingress's start: a deployment whose ingress ran before groups were per
+    deployment (its entry operators' topics hold records) and whose group has no commits
+    on ``source`` starts its group where the shared group's commits say, not from the
+    earliest record. True if it did."""
+    n = partition_count(bootstrap, source)
+    own = ingress_group(keys.prefix)
+    if not n or own == SHARED_INGRESS_GROUP or group_offsets(bootstrap, own, source, n):
+        return False
+    entries = topo.entry_operators
+    if not any(any(topic_ends(bootstrap, keys.topic(op)).values()) for op in entries):
+        return False  # a new deployment: nothing of the shared group's is its
+    shared = group_offsets(bootstrap, SHARED_INGRESS_GROUP, source, n)
+    if shared:
+        set_group_offsets(bootstrap, own, source, shared)
+        log.info("ingress: %s starts where %s left %s", own, SHARED_INGRESS_GROUP, source)
+    return bool(shared)
 
 
 def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) -> None:
@@ -97,7 +135,7 @@ def _stopped(bootstrap: str, r: Any, keys: Keys, source: str, deadline: float) -
         running = []
         if r.exists(keys.dataplane_lease):
             running.append("a dataplane holds the lease")
-        if group_readers(bootstrap, INGRESS_GROUP, source):
+        if group_readers(bootstrap, ingress_group(keys.prefix), source):
             running.append(f"an ingress reads {source}")
         if not running:
             return
@@ -131,7 +169,7 @@ def _to_entry(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) ->
             "are (with the source's producers stopped), then move"
         )
     n = partition_count(bootstrap, source)
-    read = group_offsets(bootstrap, INGRESS_GROUP, source, n) if n else {}
+    read = ingress_offsets(bootstrap, keys.prefix, source, n) if n else {}
     _replace(r, keys.committed(op), {j: read.get(j, 0) for j in range(n)})
 
 
@@ -143,8 +181,9 @@ def _to_ingress(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) 
     if n:
         try:
             set_group_offsets(
-                bootstrap, INGRESS_GROUP, source, {j: done.get(j, 0) for j in range(n)}
-            )
+                bootstrap, ingress_group(keys.prefix), source,
+                {j: done.get(j, 0) for j in range(n)},
+            )  # fmt: skip
         except (KafkaException, GroupRequestFailed) as exc:  # the broker's refusal, said
             raise MoveRefused(f"admission: the ingress's read positions not set ({exc}): "
                               "stop every ingress, then start again") from exc  # fmt: skip

@@ -19,7 +19,7 @@ from elastic_sps.io.kafka_admin import ensure_topics, group_offsets, set_group_o
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.las import moves
-from elastic_sps.las.moves import INGRESS_GROUP, MoveRefused
+from elastic_sps.las.moves import SHARED_INGRESS_GROUP, MoveRefused, ingress_group
 from elastic_sps.las.site import resolve
 from elastic_sps.settings import ServiceSettings
 from tests.support.pipelines import one_operator
@@ -39,6 +39,7 @@ class Deployment:
         self.r = redis.Redis.from_url(redis_url)
         self.prefix = f"move{uuid.uuid4().hex[:8]}"
         self.keys = Keys(self.prefix)
+        self.group = ingress_group(self.prefix)  # its ingress's
         self.source = f"src-{uuid.uuid4().hex[:8]}"
         self.topo = pipeline(self.source)
         self.redis_url = redis_url
@@ -88,7 +89,7 @@ def test_a_named_site_is_recorded_and_a_second_start_there_moves_nothing(dep):
 def test_to_the_entry_step_it_starts_where_the_ingress_group_left_the_source(dep):
     dep.produce(dep.source, 0, [b"{}"] * 5)
     dep.produce(dep.source, 1, [b"{}"] * 3)
-    set_group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, {0: 4, 1: 2})
+    set_group_offsets(dep.bootstrap, dep.group, dep.source, {0: 4, 1: 2})
     # a's topic: partition 0 processed to its end (3 events); partition 1's one event
     # processed, the declaration after it not yet: a declaration is no event to strand
     dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
@@ -115,13 +116,13 @@ def test_a_move_to_the_entry_step_is_refused_while_admitted_events_wait(dep):
 def test_to_the_ingress_its_group_starts_where_the_entry_step_had_processed(dep):
     dep.produce(dep.source, 0, [b"{}"] * 8)
     dep.produce(dep.source, 1, [b"{}"] * 6)
-    set_group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, {0: 1, 1: 1})  # stale
+    set_group_offsets(dep.bootstrap, dep.group, dep.source, {0: 1, 1: 1})  # stale
     dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
     dep.produce(dep.keys.topic("a"), 1, [event(4), event(5)])
     assert dep.resolve("entry") == "entry"
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 7, "1": 5})  # source offsets
     assert dep.resolve("ingress") == "ingress"
-    assert group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, 2) == {0: 7, 1: 5}
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 7, 1: 5}
     assert dep.progress() == {0: 3, 1: 2}  # a's own topic, processed to its end
 
 
@@ -149,7 +150,7 @@ def test_a_move_waits_for_an_ingress_reading_the_source_and_is_refused_if_it_sta
     dep.produce(dep.source, 0, [b"{}"] * 2)
     assert dep.resolve("entry") == "entry"
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 2, "1": 0})
-    member = Consumer({"bootstrap.servers": dep.bootstrap, "group.id": INGRESS_GROUP})
+    member = Consumer({"bootstrap.servers": dep.bootstrap, "group.id": dep.group})
     member.subscribe([dep.source])
     try:
         deadline = time.monotonic() + 30
@@ -169,13 +170,14 @@ def test_a_move_waits_for_a_stopped_dataplanes_lease_to_lapse(dep):
     dep.r.set(dep.keys.dataplane_lease, "a dataplane killed a moment ago", px=1500)
     assert dep.resolve("ingress") == "ingress"  # once the lease lapsed
     assert dep.r.get(dep.keys.dataplane_lease) is None
-    assert group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, 2) == {0: 4, 1: 0}
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 4, 1: 0}
 
 
 def test_a_deployment_from_before_the_record_is_known_by_its_entry_operators_topic(dep):
     # it ran at the ingress (a's topic holds what the ingress produced), site unrecorded
     dep.produce(dep.source, 0, [b"{}"] * 5)
-    set_group_offsets(dep.bootstrap, INGRESS_GROUP, dep.source, {0: 5, 1: 0})
+    # its ingress last ran before groups were per deployment: the shared group's commits
+    set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 5, 1: 0})
     dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 3, "1": 0})
     assert dep.resolve("entry") == "entry"
@@ -196,3 +198,42 @@ def test_auto_keeps_a_deployment_from_before_the_record_where_it_ran(dep):
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 2, "1": 0})
     assert dep.resolve("auto") == "ingress"
     assert dep.site() == "ingress" and dep.progress() == {0: 2, 1: 0}
+
+
+def test_another_deployments_ingress_running_does_not_block_a_move(dep, kafka_bootstrap, redis_url):
+    from confluent_kafka import Consumer
+
+    other = Deployment(kafka_bootstrap, redis_url)  # on the same broker, its ingress running
+    member = Consumer({"bootstrap.servers": dep.bootstrap, "group.id": other.group})
+    member.subscribe([other.source])
+    try:
+        deadline = time.monotonic() + 30
+        while not member.assignment():
+            assert time.monotonic() < deadline, "never joined"
+            member.poll(0.2)
+        assert dep.resolve("entry") == "entry"
+        dep.r.hset(dep.keys.committed("a"), mapping={"0": 3, "1": 1})
+        # Kafka sets a group's offsets only while it is empty: dep's own group is
+        assert dep.resolve("ingress") == "ingress"
+    finally:
+        member.close()
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 3, 1: 1}
+
+
+def test_an_upgraded_deployments_ingress_starts_where_the_shared_group_left_it(dep):
+    # its ingress ran before groups were per deployment: a's topic holds what it produced
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2)])
+    set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 6, 1: 2})
+    assert moves.adopt_shared_offsets(dep.bootstrap, dep.keys, dep.topo, dep.source)
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 6, 1: 2}
+    set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 9, 1: 9})
+    # once its own group has committed, the shared group's are not its any more
+    assert not moves.adopt_shared_offsets(dep.bootstrap, dep.keys, dep.topo, dep.source)
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 6, 1: 2}
+
+
+def test_a_new_deployment_takes_nothing_from_the_shared_group(dep):
+    # another deployment (before groups were per deployment) read the same topic
+    set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 4, 1: 4})
+    assert not moves.adopt_shared_offsets(dep.bootstrap, dep.keys, dep.topo, dep.source)
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {}

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from elastic_sps.io.kafka_admin import ensure_topics
 from elastic_sps.io.knowledge_base import Keys
+from elastic_sps.las.moves import ingress_group
 from elastic_sps.services.ingress.loop import Ingress
 from elastic_sps.settings import IngressSettings
 
@@ -23,9 +24,9 @@ pytestmark = pytest.mark.integration
 EVENTS = 40
 
 
-def _committed(bootstrap: str, topic: str) -> int | None:
+def _committed(bootstrap: str, topic: str, group: str) -> int | None:
     """The ingress group's committed offset of the topic's one partition (None: none)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "sps-ingress"})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
         (tp,) = c.committed([TopicPartition(topic, 0)], timeout=10)
         return tp.offset if tp.offset >= 0 else None
@@ -33,9 +34,9 @@ def _committed(bootstrap: str, topic: str) -> int | None:
         c.close()
 
 
-def _wait_committed(bootstrap: str, topic: str) -> int:
+def _wait_committed(bootstrap: str, topic: str, group: str) -> int:
     deadline = time.monotonic() + 20
-    while (at := _committed(bootstrap, topic)) is None:
+    while (at := _committed(bootstrap, topic, group)) is None:
         assert time.monotonic() < deadline, "no commit"
         time.sleep(0.1)
     return at
@@ -83,16 +84,17 @@ def test_offsets_commit_once_per_interval_while_records_flow_and_all_when_quiet(
     try:
         _send(kafka_bootstrap, topic, EVENTS)
         _poll_until_received(ingress, EVENTS)  # the first read commits (none before it)
-        first = _wait_committed(kafka_bootstrap, topic)  # asynchronous: landed by now
+        group = ingress_group(ingress.keys.prefix)  # the deployment's own
+        first = _wait_committed(kafka_bootstrap, topic, group)  # asynchronous: landed by now
         assert 0 < first <= EVENTS
         _send(kafka_bootstrap, topic, EVENTS)
         _poll_until_received(ingress, 2 * EVENTS)
         # within the interval: the second batch is delivered but not yet committed
-        assert _committed(kafka_bootstrap, topic) == first
+        assert _committed(kafka_bootstrap, topic, group) == first
         ingress.poll()  # a quiet read: everything delivered is committed now
         deadline = time.monotonic() + 20
-        while _committed(kafka_bootstrap, topic) != 2 * EVENTS:
-            assert time.monotonic() < deadline, _committed(kafka_bootstrap, topic)
+        while _committed(kafka_bootstrap, topic, group) != 2 * EVENTS:
+            assert time.monotonic() < deadline, _committed(kafka_bootstrap, topic, group)
             ingress.poll()
     finally:
         ingress.close()
