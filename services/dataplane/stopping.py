@@ -43,8 +43,14 @@ class StopRequest:
 
 
 def trigger_running(query: Any) -> bool:
-    """Whether ``query`` is inside a trigger: planning or running a micro-batch."""
-    return bool(query.isActive and query.status.get("isTriggerActive", False))
+    """Whether ``query`` is inside a trigger: planning or running a micro-batch (not if
+    Spark's JVM no longer answers: nothing of it is left to wait for)."""
+    from py4j.protocol import Py4JError
+
+    try:
+        return bool(query.isActive and query.status.get("isTriggerActive", False))
+    except Py4JError:
+        return False
 
 
 def end_epochs(
@@ -54,10 +60,16 @@ def end_epochs(
     to ``grace_s`` until no query is inside a trigger: seen after the ask, a query's batch
     under way has ended and committed, and any later trigger plans none. True if every
     query got there in time."""
+    from redis.exceptions import RedisError
+
     began = time.monotonic()
-    # the key outlives the wait (a trigger planning as the queries stop still reads it);
-    # it dies with its expiry, and no other holder reads it
-    r.set(keys.dataplane_stopping(holder), "1", ex=max(1, int(grace_s) + 30))
+    try:
+        # the key outlives the wait (a trigger planning as the queries stop still reads
+        # it); it dies with its expiry, and no other holder reads it
+        r.set(keys.dataplane_stopping(holder), "1", ex=max(1, int(grace_s) + 30))
+    except RedisError as exc:  # the tasks cannot be asked: stopped as they are
+        log.warning("stopping: the tasks not asked to end their epochs (%s)", exc)
+        return False
     pending = list(queries)
     while pending:
         pending = [q for q in pending if trigger_running(q)]

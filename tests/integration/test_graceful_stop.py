@@ -148,6 +148,17 @@ def test_the_stop_gives_up_after_its_grace(redis_client: Any) -> None:
     assert 0.3 <= time.monotonic() - began < 10
 
 
+def test_without_redis_the_stop_does_not_wait() -> None:
+    import redis
+
+    from elastic_sps.io.embedded import free_port
+
+    gone = redis.Redis(port=free_port(), socket_connect_timeout=1)  # nothing listens
+    query = BatchUnderWay(10**9)
+    assert not end_epochs(gone, Keys("gs"), "h", [query], grace_s=30)
+    assert query.asked == 0
+
+
 def test_sigterm_asks_once_while_serving_else_exits() -> None:
     stop = StopRequest()
     with pytest.raises(SystemExit):  # starting, or a standby waiting: nothing to end
