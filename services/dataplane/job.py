@@ -394,17 +394,17 @@ def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
     frame = source_frame(spark, settings, topo, list(topo.names), lease.me)
     lease.acquire()  # a standby waits here, warm, until the holder's lease lapses
     lease.keep(lost)
-    began = time.monotonic()
-    queries.extend(start_queries(spark, settings, topo, frame))
-    log.info(
-        "%d queries running for %s (started in %.1f s)",
-        len(queries),
-        topo.name,
-        time.monotonic() - began,
-    )
     stop = stop or StopRequest()
-    stop.serving = True
+    stop.serving = True  # from here a SIGTERM lets the first batch end and commit too
+    began = time.monotonic()
     try:
+        queries.extend(start_queries(spark, settings, topo, frame))
+        log.info(
+            "%d queries running for %s (started in %.1f s)",
+            len(queries),
+            topo.name,
+            time.monotonic() - began,
+        )
         announce = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
         watch(spark, settings, topo, queries, announce, lease.me, lambda: stop.requested)
         if stop.requested:

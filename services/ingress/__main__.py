@@ -12,9 +12,10 @@ from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
 from redis.exceptions import RedisError
 
-from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_admin import GroupRequestFailed, ensure_topics
 from elastic_sps.io.knowledge_base import Keys
-from elastic_sps.las.moves import MoveRefused
+from elastic_sps.io.redis_client import redis_client
+from elastic_sps.las.moves import MoveRefused, adopt_shared_offsets
 from elastic_sps.las.site import resolve as resolve_admission
 from elastic_sps.logs import configure_logging
 from elastic_sps.model import topology
@@ -61,6 +62,14 @@ def main(settings: IngressSettings) -> None:
             [Keys(settings.key_prefix).topic(op.name)],
             partitions=op.max_replicas,
         )
+    sources = list(topo.source.topics) or [settings.topics.ingress]
+    try:  # a deployment upgraded from the group every deployment shared
+        adopt_shared_offsets(
+            settings.kafka_bootstrap_servers, redis_client(settings.redis_url),
+            Keys(settings.key_prefix), topo, sources,
+        )  # fmt: skip
+    except (RedisError, KafkaException, GroupRequestFailed) as exc:  # said in one line
+        raise SystemExit(f"ingress: the group's read positions not taken over: {exc}") from None
     registry = CollectorRegistry()
     ingress = Ingress(settings, registry)
     counts = ingress.metrics.counts

@@ -29,7 +29,7 @@ from elastic_sps.io.rescale_timeline import CountWatch
 from elastic_sps.io.tracked_producer import TrackedProducer
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.las.gate import Gate, events_of
-from elastic_sps.las.moves import adopt_shared_offsets, ingress_group
+from elastic_sps.las.moves import ingress_group
 from elastic_sps.pipeline.costs import service_topology
 from elastic_sps.services.ingress.declarations import SourceDeclarations
 from elastic_sps.settings import IngressSettings
@@ -111,8 +111,6 @@ class Ingress:
         # the topology's source: the user's topics and record format, or sps.ingress
         self.source = self.topo.source.keyed_by(settings.key_field)
         self.input_topics = list(self.source.topics) or [settings.topics.ingress]
-        for topic in self.input_topics:  # a deployment upgraded from the shared group
-            adopt_shared_offsets(settings.kafka_bootstrap_servers, self.keys, self.topo, topic)
         self.consumer.subscribe(self.input_topics)
         # the source partitions' watermarks, declared to every entry partition
         self.declarations = SourceDeclarations(self.consumer, self.input_topics, settings.idle_s)

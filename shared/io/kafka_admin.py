@@ -36,8 +36,10 @@ def ensure_topics(
 def partition_count(bootstrap: str, topic: str, wait_s: float = 0.0) -> int:
     """How many partitions ``topic`` has (0: it does not exist or cannot be read);
     ``wait_s``: how long to wait for a topic just created to show them (a broker's
-    metadata of a new topic may say "leader not available" for a moment)."""
-    admin = AdminClient(kafka_config(bootstrap))
+    metadata of a new topic may say "leader not available" for a moment). Never creates
+    it: a producer's metadata request for a missing topic does, with the broker's default
+    partitions, where the broker allows that (Apache Kafka's default)."""
+    admin = AdminClient(kafka_config(bootstrap, **{"allow.auto.create.topics": False}))
     deadline = time.monotonic() + wait_s
     while True:
         found = admin.list_topics(topic, timeout=15.0).topics.get(topic)

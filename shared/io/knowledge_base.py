@@ -23,6 +23,7 @@ dataplane and the ingress read them through it.
 | {p}:dp:rescales (+ :histogram)        | list   | dataplane           | reports, /metrics      |
 | {p}:costs                             | hash   | dataplane (measure) | every service          |
 | {p}:ingress:counts                    | hash   | ingress             | demo report            |
+| {p}:ingress:group                     | string | ingress (first run) | ingress                |
 | {p}:ids:{op}:{kind}                   | set    | ingress, dataplane  | reports (id ledger)    |
 | {p}:plan:last_interval                | int    | execute             | execute (ordering)     |
 | {p}:plan:short                        | string | execute             | ingress (LAS gate)     |
@@ -147,6 +148,13 @@ class Keys:
     @property
     def ingress_counts(self) -> str:
         return f"{self.prefix}:ingress:counts"
+
+    @property
+    def ingress_group(self) -> str:
+        """The ingress's consumer group, recorded at the deployment's first ingress start
+        since groups are per deployment: recorded, nothing is taken from the shared one
+        (``las.moves.adopt_shared_offsets``)."""
+        return f"{self.prefix}:ingress:group"
 
     def ids(self, op: str, kind: str) -> str:
         """The id ledger's set of ids ``op`` saw as ``kind`` (``id_ledger``)."""

@@ -67,23 +67,32 @@ def ingress_offsets(bootstrap: str, prefix: str, source: str, n: int) -> dict[in
     return group_offsets(bootstrap, SHARED_INGRESS_GROUP, source, n)
 
 
-def adopt_shared_offsets(bootstrap: str, keys: Keys, topo: Topology, source: str) -> bool:
-    """At an ingress's start: a deployment whose ingress ran before groups were per
-    deployment (its entry operators' topics hold records) and whose group has no commits
-    on ``source`` starts its group where the shared group's commits say, not from the
-    earliest record. True if it did."""
-    n = partition_count(bootstrap, source)
+def adopt_shared_offsets(
+    bootstrap: str, r: Any, keys: Keys, topo: Topology, sources: list[str]
+) -> list[str]:
+    """At an ingress's start, once per deployment (then ``Keys.ingress_group`` records
+    its group): a deployment whose ingress ran before groups were per deployment (it
+    received events, and its entry operators' topics hold records) starts its group on
+    each of ``sources`` it has no commits on where the shared group's commits say, not
+    from the earliest record. The sources it did that for."""
     own = ingress_group(keys.prefix)
-    if not n or own == SHARED_INGRESS_GROUP or group_offsets(bootstrap, own, source, n):
-        return False
-    entries = topo.entry_operators
-    if not any(any(topic_ends(bootstrap, keys.topic(op)).values()) for op in entries):
-        return False  # a new deployment: nothing of the shared group's is its
-    shared = group_offsets(bootstrap, SHARED_INGRESS_GROUP, source, n)
-    if shared:
-        set_group_offsets(bootstrap, own, source, shared)
-        log.info("ingress: %s starts where %s left %s", own, SHARED_INGRESS_GROUP, source)
-    return bool(shared)
+    if own == SHARED_INGRESS_GROUP or r.exists(keys.ingress_group):
+        return []
+    ran = int(r.hget(keys.ingress_counts, "received") or 0) > 0 and any(
+        any(topic_ends(bootstrap, keys.topic(op)).values()) for op in topo.entry_operators
+    )
+    adopted = []
+    for source in sources if ran else []:
+        n = partition_count(bootstrap, source)
+        if not n or group_offsets(bootstrap, own, source, n):
+            continue
+        shared = group_offsets(bootstrap, SHARED_INGRESS_GROUP, source, n)
+        if shared:
+            set_group_offsets(bootstrap, own, source, shared)
+            log.info("ingress: %s starts where %s left %s", own, SHARED_INGRESS_GROUP, source)
+            adopted.append(source)
+    r.set(keys.ingress_group, own)
+    return adopted
 
 
 def settle(settings: Any, topo: Topology, r: Any, site: str, source_topic: str) -> None:

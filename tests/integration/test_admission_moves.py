@@ -220,20 +220,38 @@ def test_another_deployments_ingress_running_does_not_block_a_move(dep, kafka_bo
     assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 3, 1: 1}
 
 
+def adopt(dep: Deployment) -> list[str]:
+    return moves.adopt_shared_offsets(dep.bootstrap, dep.r, dep.keys, dep.topo, [dep.source])
+
+
 def test_an_upgraded_deployments_ingress_starts_where_the_shared_group_left_it(dep):
-    # its ingress ran before groups were per deployment: a's topic holds what it produced
+    # its ingress ran before groups were per deployment: it received events and a's topic
+    # holds what it produced
+    dep.r.hset(dep.keys.ingress_counts, mapping={"received": 8, "admitted": 8})
     dep.produce(dep.keys.topic("a"), 0, [event(1), event(2)])
     set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 6, 1: 2})
-    assert moves.adopt_shared_offsets(dep.bootstrap, dep.keys, dep.topo, dep.source)
+    assert adopt(dep) == [dep.source]
     assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 6, 1: 2}
     set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 9, 1: 9})
-    # once its own group has committed, the shared group's are not its any more
-    assert not moves.adopt_shared_offsets(dep.bootstrap, dep.keys, dep.topo, dep.source)
+    # once, at the deployment's first ingress start: its group is its own from then on
+    assert adopt(dep) == []
     assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 6, 1: 2}
 
 
 def test_a_new_deployment_takes_nothing_from_the_shared_group(dep):
     # another deployment (before groups were per deployment) read the same topic
     set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 4, 1: 4})
-    assert not moves.adopt_shared_offsets(dep.bootstrap, dep.keys, dep.topo, dep.source)
+    assert adopt(dep) == []
+    # its ingress ran, received nothing, declared the source idle into a's topic; events
+    # come, and it starts again: still nothing of the shared group's
+    dep.produce(dep.keys.topic("a"), 0, [DECLARATION])
+    dep.r.hset(dep.keys.ingress_counts, mapping={"received": 0})
+    assert adopt(dep) == []
+    assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {}
+
+
+def test_a_deployment_from_before_that_received_nothing_takes_nothing(dep):
+    dep.produce(dep.keys.topic("a"), 0, [DECLARATION])  # declarations only
+    set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 4, 1: 4})
+    assert adopt(dep) == []
     assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {}

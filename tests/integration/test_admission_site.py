@@ -17,7 +17,7 @@ import redis
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from elastic_sps.io.connections import kafka_config
-from elastic_sps.io.kafka_admin import ensure_topics, partition_count
+from elastic_sps.io.kafka_admin import ensure_topics, partition_count, topic_ends
 from elastic_sps.las.site import resolve
 from elastic_sps.services.ensemble.drain import admits_at_entry
 from elastic_sps.settings import ServiceSettings
@@ -41,6 +41,15 @@ def settings(bootstrap: str, redis_url: str, admission: str = "auto", prefix: st
 
 def fresh_topic() -> str:
     return f"auto-{uuid.uuid4().hex[:8]}"
+
+
+def test_asking_a_missing_topics_partitions_does_not_make_it(kafka_bootstrap):
+    # the broker creates a topic a producer's metadata request names (Apache Kafka's
+    # default): with one partition, which a pool of several could not use
+    topic = fresh_topic()
+    assert partition_count(kafka_bootstrap, topic) == 0
+    assert topic_ends(kafka_bootstrap, topic) == {}
+    assert partition_count(kafka_bootstrap, topic) == 0
 
 
 def test_a_missing_source_topic_is_made_for_the_entry_step(kafka_bootstrap, redis_url):
