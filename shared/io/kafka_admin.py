@@ -81,54 +81,53 @@ def _coordinating(err: Any) -> bool:
     return err is not None and err.code() in codes
 
 
-def _group_request(bootstrap: str, send: Callable[[AdminClient], dict[Any, Any]]) -> Any:
-    """``send``'s one answer (a group's partitions), asked again every 0.5 s while the
-    group's coordinator is not ready; any other error raises."""
-    from confluent_kafka import KafkaException
+def _as_group(bootstrap: str, group: str, ask: Callable[[Any], list[Any]]) -> list[Any]:
+    """``ask``'s answer (a group's partitions) from a consumer of ``group`` that never
+    joins it, asked again every 0.5 s while the group's coordinator is not ready; any
+    other error raises. A consumer, not the admin client: librdkafka's admin client
+    crashes the process (a segfault in ``rd_kafka_cgrp_op``, no group handle) when an
+    offset request meets a coordinator not ready, as on a new broker or group."""
+    from confluent_kafka import Consumer, KafkaException
 
-    admin = AdminClient(kafka_config(bootstrap))
-    for attempt in range(GROUP_TRIES):
-        last = attempt == GROUP_TRIES - 1
-        try:
-            (fut,) = send(admin).values()
-            answer = fut.result()
-        except KafkaException as exc:
-            if not _coordinating(exc.args[0]) or last:
-                raise
-        else:
-            errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
-            if not errors:
-                return answer
-            if not all(_coordinating(e) for e in errors) or last:
-                raise GroupRequestFailed(f"{answer.group_id}: {errors[0]}")
-        time.sleep(0.5)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    c = Consumer(kafka_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        for attempt in range(GROUP_TRIES):
+            last = attempt == GROUP_TRIES - 1
+            try:
+                answer = ask(c)
+            except KafkaException as exc:
+                if not _coordinating(exc.args[0]) or last:
+                    raise GroupRequestFailed(f"{group}: {exc.args[0]}") from exc
+            else:
+                errors = [tp.error for tp in answer if tp.error is not None]
+                if not errors:
+                    return answer
+                if not all(_coordinating(e) for e in errors) or last:
+                    raise GroupRequestFailed(f"{group}: {errors[0]}")
+            time.sleep(0.5)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+    finally:
+        c.close()
 
 
 def group_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
     """The consumer group's committed offsets of ``topic``'s partitions (those it never
     committed left out)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import TopicPartition
 
     wanted = [TopicPartition(topic, j) for j in range(partitions)]
-    asked = ConsumerGroupTopicPartitions(group, wanted)
-    answer = _group_request(
-        bootstrap, lambda a: a.list_consumer_group_offsets([asked], request_timeout=15.0)
-    )
-    return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+    answer = _as_group(bootstrap, group, lambda c: c.committed(wanted, timeout=15.0))
+    return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
 
 
 def set_group_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
     """Commit ``offsets`` (partition -> the next offset to read) for the consumer group,
-    which must have no member (Kafka refuses otherwise, and this raises)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    which must have no member (Kafka refuses a commit from outside a group with members,
+    and this raises ``GroupRequestFailed``)."""
+    from confluent_kafka import TopicPartition
 
-    told = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, j, at) for j, at in sorted(offsets.items())]
-    )
-    _group_request(
-        bootstrap, lambda a: a.alter_consumer_group_offsets([told], request_timeout=15.0)
-    )
+    told = [TopicPartition(topic, j, at) for j, at in sorted(offsets.items())]
+    _as_group(bootstrap, group, lambda c: c.commit(offsets=told, asynchronous=False) or [])
 
 
 def group_readers(bootstrap: str, group: str, topic: str) -> int:
