@@ -368,7 +368,7 @@ def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
     from elastic_sps.io.durability import NotDurableError
     from elastic_sps.io.redis_client import redis_client
     from elastic_sps.pipeline.operators import OperatorLoadError
-    from elastic_sps.services.dataplane.lease import Lease, lost
+    from elastic_sps.services.dataplane.lease import Lease
 
     configure_logging("dataplane")
     keys = Keys(settings.key_prefix)
@@ -392,12 +392,29 @@ def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
     queries: list[Any] = []
     serve_observability(settings, topo, lambda: queries, lease)
     frame = source_frame(spark, settings, topo, list(topo.names), lease.me)
-    lease.acquire()  # a standby waits here, warm, until the holder's lease lapses
-    lease.keep(lost)
-    stop = stop or StopRequest()
-    stop.serving = True  # from here a SIGTERM lets the first batch end and commit too
-    began = time.monotonic()
+    serve_queries(spark, settings, topo, frame, lease, stop or StopRequest(), queries)
+
+
+def serve_queries(
+    spark: Any,
+    settings: DataplaneSettings,
+    topo: Any,
+    frame: Any,
+    lease: Any,
+    stop: StopRequest,
+    queries: list[Any],
+) -> None:
+    """Take the lease (a standby waits here, warm, until the holder's lapses), run the
+    queries on ``frame`` until they stop, fail or ``stop`` is requested (then gracefully:
+    ``stopping.py``), and release the lease and Spark whatever happened."""
+    from elastic_sps.services.dataplane.lease import lost
+
+    keys = Keys(settings.key_prefix)
     try:
+        lease.acquire()
+        lease.keep(lost)
+        stop.graceful = True  # from here a SIGTERM lets the first batch end and commit too
+        began = time.monotonic()
         queries.extend(start_queries(spark, settings, topo, frame))
         log.info(
             "%d queries running for %s (started in %.1f s)",
@@ -408,7 +425,7 @@ def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
         announce = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
         watch(spark, settings, topo, queries, announce, lease.me, lambda: stop.requested)
         if stop.requested:
-            end_epochs(r, keys, lease.me, queries, settings.stop_grace_s)
+            end_epochs(lease.redis, keys, lease.me, queries, settings.stop_grace_s)
     finally:
         for q in queries:
             q.stop()

@@ -25,18 +25,19 @@ log = logging.getLogger("sps.dataplane")
 
 
 class StopRequest:
-    """SIGTERM's handler. While the queries serve, a request: ``requested`` turns True
-    and the main loop ends them gracefully (``end_epochs``). Before they serve
-    (starting, or a standby waiting for the lease) and at a second SIGTERM, an exit at
-    once. A plain flag, polled: a handler must not take a lock (``Event.set`` does) that
-    the main thread it interrupts may hold."""
+    """SIGTERM's handler. Once ``graceful`` (the lease held, the queries starting or
+    serving), a request: ``requested`` turns True and the main loop ends the queries
+    gracefully (``end_epochs``). Before that (starting, or a standby waiting for the
+    lease) and at a second SIGTERM, an exit at once. A plain flag, polled: a handler
+    must not take a lock (``Event.set`` does) that the main thread it interrupts may
+    hold."""
 
     def __init__(self) -> None:
         self.requested = False
-        self.serving = False
+        self.graceful = False
 
     def __call__(self, signum: int, frame: Any) -> None:
-        if self.serving and not self.requested:
+        if self.graceful and not self.requested:
             self.requested = True
             return
         raise SystemExit(0)
@@ -45,11 +46,11 @@ class StopRequest:
 def trigger_running(query: Any) -> bool:
     """Whether ``query`` is inside a trigger: planning or running a micro-batch (not if
     Spark's JVM no longer answers: nothing of it is left to wait for)."""
-    from py4j.protocol import Py4JError
+    from py4j.protocol import Py4JNetworkError
 
     try:
         return bool(query.isActive and query.status.get("isTriggerActive", False))
-    except Py4JError:
+    except Py4JNetworkError:
         return False
 
 

@@ -66,46 +66,49 @@ class GroupRequestFailed(RuntimeError):
     """The broker refused a consumer group request (as for offsets of a group with members)."""
 
 
-GROUP_TRIES = 30  # a new broker's offsets topic and group coordinator take seconds to be up
+GROUP_WAIT_S = 60.0  # a new broker's offsets topic and group coordinator take seconds to be up
 
 
-def _coordinating(err: Any) -> bool:
-    """Whether a group request failed because its coordinator is not ready yet."""
+def _not_ready(err: Any) -> bool:
+    """Whether a group request failed because its coordinator is not ready yet (or did
+    not answer in time, as while it loads)."""
     from confluent_kafka import KafkaError
 
     codes = (
         KafkaError.NOT_COORDINATOR,
         KafkaError.COORDINATOR_NOT_AVAILABLE,
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError._TIMED_OUT,
     )
     return err is not None and err.code() in codes
 
 
 def _as_group(bootstrap: str, group: str, ask: Callable[[Any], list[Any]]) -> list[Any]:
     """``ask``'s answer (a group's partitions) from a consumer of ``group`` that never
-    joins it, asked again every 0.5 s while the group's coordinator is not ready; any
-    other error raises. A consumer, not the admin client: librdkafka's admin client
-    crashes the process (a segfault in ``rd_kafka_cgrp_op``, no group handle) when an
-    offset request meets a coordinator not ready, as on a new broker or group."""
+    joins it, asked again every 0.5 s for up to ``GROUP_WAIT_S`` while the group's
+    coordinator is not ready. The broker's refusal raises ``GroupRequestFailed``; a
+    client-side error, ``KafkaException``. A consumer, not the admin client: librdkafka's
+    admin client crashes the process (``rd_kafka_cgrp_op``: it has no group handle) when
+    an offset request meets a coordinator not ready, as on a new broker."""
     from confluent_kafka import Consumer, KafkaException
 
+    deadline = time.monotonic() + GROUP_WAIT_S
     c = Consumer(kafka_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
     try:
-        for attempt in range(GROUP_TRIES):
-            last = attempt == GROUP_TRIES - 1
+        while True:
             try:
                 answer = ask(c)
             except KafkaException as exc:
-                if not _coordinating(exc.args[0]) or last:
-                    raise GroupRequestFailed(f"{group}: {exc.args[0]}") from exc
+                errors = [exc.args[0]]
             else:
                 errors = [tp.error for tp in answer if tp.error is not None]
                 if not errors:
                     return answer
-                if not all(_coordinating(e) for e in errors) or last:
-                    raise GroupRequestFailed(f"{group}: {errors[0]}")
+            if not all(_not_ready(e) for e in errors) or time.monotonic() > deadline:
+                if errors[0].code() < 0:  # librdkafka's own (negative codes): not a refusal
+                    raise KafkaException(errors[0])
+                raise GroupRequestFailed(f"{group}: {errors[0]}")
             time.sleep(0.5)
-        raise AssertionError("unreachable: the last attempt returns or raises")
     finally:
         c.close()
 

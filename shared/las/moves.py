@@ -57,12 +57,24 @@ def ingress_group(prefix: str) -> str:
     return f"{prefix}-ingress"
 
 
-def ingress_offsets(bootstrap: str, prefix: str, source: str, n: int) -> dict[int, int]:
+def ran_in_shared_group(bootstrap: str, r: Any, keys: Keys, topo: Topology) -> bool:
+    """Whether the deployment's ingress last ran in the group every deployment shared:
+    it never started since groups are per deployment (``Keys.ingress_group`` unset), yet
+    it received events and its entry operators' topics hold records."""
+    if ingress_group(keys.prefix) == SHARED_INGRESS_GROUP or r.exists(keys.ingress_group):
+        return False
+    return int(r.hget(keys.ingress_counts, "received") or 0) > 0 and any(
+        any(topic_ends(bootstrap, keys.topic(op)).values()) for op in topo.entry_operators
+    )
+
+
+def ingress_offsets(
+    bootstrap: str, r: Any, keys: Keys, topo: Topology, source: str, n: int
+) -> dict[int, int]:
     """Where the deployment's ingress committed on ``source``'s ``n`` partitions: its
-    group's commits, else the shared group's (an ingress that last ran before groups
-    were per deployment)."""
-    read = group_offsets(bootstrap, ingress_group(prefix), source, n)
-    if read or ingress_group(prefix) == SHARED_INGRESS_GROUP:
+    group's commits, else, if it last ran in the shared group, that group's."""
+    read = group_offsets(bootstrap, ingress_group(keys.prefix), source, n)
+    if read or not ran_in_shared_group(bootstrap, r, keys, topo):
         return read
     return group_offsets(bootstrap, SHARED_INGRESS_GROUP, source, n)
 
@@ -71,16 +83,13 @@ def adopt_shared_offsets(
     bootstrap: str, r: Any, keys: Keys, topo: Topology, sources: list[str]
 ) -> list[str]:
     """At an ingress's start, once per deployment (then ``Keys.ingress_group`` records
-    its group): a deployment whose ingress ran before groups were per deployment (it
-    received events, and its entry operators' topics hold records) starts its group on
-    each of ``sources`` it has no commits on where the shared group's commits say, not
-    from the earliest record. The sources it did that for."""
+    its group): if it last ran in the shared group, its group starts on each of
+    ``sources`` it has no commits on where the shared group's commits say, not from the
+    earliest record. The sources it did that for."""
     own = ingress_group(keys.prefix)
     if own == SHARED_INGRESS_GROUP or r.exists(keys.ingress_group):
         return []
-    ran = int(r.hget(keys.ingress_counts, "received") or 0) > 0 and any(
-        any(topic_ends(bootstrap, keys.topic(op)).values()) for op in topo.entry_operators
-    )
+    ran = ran_in_shared_group(bootstrap, r, keys, topo)
     adopted = []
     for source in sources if ran else []:
         n = partition_count(bootstrap, source)
@@ -178,7 +187,7 @@ def _to_entry(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) ->
             "are (with the source's producers stopped), then move"
         )
     n = partition_count(bootstrap, source)
-    read = ingress_offsets(bootstrap, keys.prefix, source, n) if n else {}
+    read = ingress_offsets(bootstrap, r, keys, topo, source, n) if n else {}
     _replace(r, keys.committed(op), {j: read.get(j, 0) for j in range(n)})
 
 

@@ -177,6 +177,7 @@ def test_a_deployment_from_before_the_record_is_known_by_its_entry_operators_top
     # it ran at the ingress (a's topic holds what the ingress produced), site unrecorded
     dep.produce(dep.source, 0, [b"{}"] * 5)
     # its ingress last ran before groups were per deployment: the shared group's commits
+    dep.r.hset(dep.keys.ingress_counts, mapping={"received": 5})
     set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 5, 1: 0})
     dep.produce(dep.keys.topic("a"), 0, [event(1), event(2), event(3)])
     dep.r.hset(dep.keys.committed("a"), mapping={"0": 3, "1": 0})
@@ -200,7 +201,9 @@ def test_auto_keeps_a_deployment_from_before_the_record_where_it_ran(dep):
     assert dep.site() == "ingress" and dep.progress() == {0: 2, 1: 0}
 
 
-def test_another_deployments_ingress_running_does_not_block_a_move(dep, kafka_bootstrap, redis_url):
+def test_another_deployments_ingress_running_does_not_block_a_move(
+    dep: Deployment, kafka_bootstrap: str, redis_url: str
+) -> None:
     from confluent_kafka import Consumer
 
     other = Deployment(kafka_bootstrap, redis_url)  # on the same broker, its ingress running
@@ -224,7 +227,9 @@ def adopt(dep: Deployment) -> list[str]:
     return moves.adopt_shared_offsets(dep.bootstrap, dep.r, dep.keys, dep.topo, [dep.source])
 
 
-def test_an_upgraded_deployments_ingress_starts_where_the_shared_group_left_it(dep):
+def test_an_upgraded_deployments_ingress_starts_where_the_shared_group_left_it(
+    dep: Deployment,
+) -> None:
     # its ingress ran before groups were per deployment: it received events and a's topic
     # holds what it produced
     dep.r.hset(dep.keys.ingress_counts, mapping={"received": 8, "admitted": 8})
@@ -238,19 +243,24 @@ def test_an_upgraded_deployments_ingress_starts_where_the_shared_group_left_it(d
     assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {0: 6, 1: 2}
 
 
-def test_a_new_deployment_takes_nothing_from_the_shared_group(dep):
+def test_a_new_deployment_takes_nothing_from_the_shared_group(dep: Deployment) -> None:
     # another deployment (before groups were per deployment) read the same topic
     set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 4, 1: 4})
-    assert adopt(dep) == []
-    # its ingress ran, received nothing, declared the source idle into a's topic; events
-    # come, and it starts again: still nothing of the shared group's
-    dep.produce(dep.keys.topic("a"), 0, [DECLARATION])
-    dep.r.hset(dep.keys.ingress_counts, mapping={"received": 0})
+    assert adopt(dep) == []  # its first ingress start: its group recorded
+    # it ran, received events and produced them, committed nothing yet (stopped before
+    # its first commit), and starts again: still nothing of the shared group's
+    dep.produce(dep.keys.topic("a"), 0, [event(1), event(2)])
+    dep.r.hset(dep.keys.ingress_counts, mapping={"received": 2})
     assert adopt(dep) == []
     assert group_offsets(dep.bootstrap, dep.group, dep.source, 2) == {}
+    # nor does its move to the entry step read the shared group's commits
+    dep.r.hset(dep.keys.committed("a"), mapping={"0": 2, "1": 0})  # processed what it sent
+    dep.r.set(dep.keys.admission_site, "ingress")
+    assert dep.resolve("entry") == "entry"
+    assert dep.progress() == {0: 0, 1: 0}  # the source from its start
 
 
-def test_a_deployment_from_before_that_received_nothing_takes_nothing(dep):
+def test_a_deployment_from_before_that_received_nothing_takes_nothing(dep: Deployment) -> None:
     dep.produce(dep.keys.topic("a"), 0, [DECLARATION])  # declarations only
     set_group_offsets(dep.bootstrap, SHARED_INGRESS_GROUP, dep.source, {0: 4, 1: 4})
     assert adopt(dep) == []

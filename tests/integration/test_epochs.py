@@ -124,12 +124,13 @@ def test_an_epoch_ends_when_its_dataplane_stops_or_a_keyed_count_changes(
 ) -> None:
     g = group_of(DOC, "step", kafka_bootstrap, redis_url, tmp_path)
     g.r.set(g.keys.active("step"), 1)
-    serving = epoch_ends(g, {"step": 1}, "host:1:a")
-    assert serving() is False
+    ends = epoch_ends(g, {"step": 1}, "host:1:a")
+    assert ends() is False
     g.r.set(g.keys.dataplane_stopping("host:2:b"), 1)  # another holder's (a standby's)
-    assert serving() is False
+    assert ends() is False
+    assert epoch_ends(g, {}, "host:2:b")() is True  # nothing keyed: the stop alone
     g.r.set(g.keys.dataplane_stopping("host:1:a"), 1)
-    assert serving() is True
+    assert ends() is True
     warm_up = epoch_ends(g, {"step": 1}, None)  # a warm-up task: no holder's stop
     assert warm_up() is False
     g.r.set(g.keys.active("step"), 2)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+import redis
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -102,6 +103,7 @@ def test_a_sigterm_mid_epoch_repeats_no_output(
     )  # fmt: skip
     create_topics(settings, topology.load(path))  # the source: a partition per replica
     outputs = Outputs(kafka_bootstrap, Keys(tag).topic("after"), 2)
+    r = redis.Redis.from_url(redis_url)
     for run in range(2):
         dataplane = ServiceProcess("dataplane", env).start()
         try:
@@ -111,7 +113,11 @@ def test_a_sigterm_mid_epoch_repeats_no_output(
             stop_gracefully(dataplane)
         finally:
             dataplane.stop(signal.SIGKILL)
+        # the epoch's only commit was the stop's: each source partition read to its end
+        done = {int(j): int(v) for j, v in r.hgetall(Keys(tag).committed("step")).items()}
+        assert done == {0: (run + 1) * EVENTS // 2, 1: (run + 1) * EVENTS // 2}
     ids = outputs.read()
+    outputs.consumer.close()
     assert set(ids) == {f"e{k}" for k in range(2 * EVENTS)}
     assert [i for i, n in ids.items() if n > 1] == []
 
@@ -163,7 +169,7 @@ def test_sigterm_asks_once_while_serving_else_exits() -> None:
     stop = StopRequest()
     with pytest.raises(SystemExit):  # starting, or a standby waiting: nothing to end
         stop(signal.SIGTERM, None)
-    stop.serving = True
+    stop.graceful = True
     stop(signal.SIGTERM, None)
     assert stop.requested
     with pytest.raises(SystemExit):  # a second one: at once

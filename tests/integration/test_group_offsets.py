@@ -1,7 +1,7 @@
 """A consumer group's offsets read and set (``io/kafka_admin``) against a real broker:
-on a new broker, where groups' coordinators are still loading (librdkafka's admin client
-crashed the process there: a segfault in 2 of 3 tries of this test's reads), and
-refused for a group with a member."""
+on a new broker, where groups' coordinators are still loading (where librdkafka's admin
+client crashed the process: docs/2026-11-28-graceful-stop.md), and refused for a group
+with a member."""
 
 from __future__ import annotations
 

@@ -182,8 +182,8 @@ def test_an_idle_poll_is_one_round_trip(redis_url, keys, monkeypatch):
 
 
 def test_a_stopping_holders_source_plans_no_further_batch(
-    redis_url, redis_client, keys, monkeypatch
-):
+    redis_url: str, redis_client: Any, keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     r = reader(redis_url, keys, ["parse"], holder="host:1:a", partition_ends="registry",
                max_events_per_task=30)  # fmt: skip
     start = r.initialOffset()
@@ -196,6 +196,9 @@ def test_a_stopping_holders_source_plans_no_further_batch(
     trips = Trips(monkeypatch)
     # events wait (70 of 100 on partition 0), yet the offsets stay: Spark plans no batch
     assert r.latestOffset(end, None) == end and trips.take() == 1
+    # nor a query's first (stopped as it started): not even the warm-up batch
+    first = reader(redis_url, keys, ["parse"], holder="host:1:a", partition_ends="registry")
+    assert first.latestOffset(first.initialOffset(), None) == first.initialOffset()
 
 
 def test_reads_are_fresh_once_the_batchs_tasks_may_have_run(redis_url, keys, monkeypatch):
