@@ -87,11 +87,8 @@ def adopt_shared_offsets(
     ``sources`` it has no commits on where the shared group's commits say, not from the
     earliest record. The sources it did that for."""
     own = ingress_group(keys.prefix)
-    if own == SHARED_INGRESS_GROUP or r.exists(keys.ingress_group):
-        return []
-    ran = ran_in_shared_group(bootstrap, r, keys, topo)
-    adopted = []
-    for source in sources if ran else []:
+    adopted: list[str] = []
+    for source in sources if ran_in_shared_group(bootstrap, r, keys, topo) else []:
         n = partition_count(bootstrap, source)
         if not n or group_offsets(bootstrap, own, source, n):
             continue
