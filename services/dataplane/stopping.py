@@ -28,19 +28,22 @@ class StopRequest:
     """SIGTERM's handler. Once ``graceful`` (the lease held, the queries starting or
     serving), a request: ``requested`` turns True and the main loop ends the queries
     gracefully (``end_epochs``). Before that (starting, or a standby waiting for the
-    lease) and at a second SIGTERM, an exit at once. A plain flag, polled: a handler
-    must not take a lock (``Event.set`` does) that the main thread it interrupts may
-    hold."""
+    lease) an exit at once with status 0 (nothing was produced); at a second SIGTERM an
+    exit at once with 128 + the signal's number, as a process the signal killed (what
+    its tasks produced since their last checkpoint is produced again on restart). A
+    plain flag, polled: a handler must not take a lock (``Event.set`` does) that the
+    main thread it interrupts may hold."""
 
     def __init__(self) -> None:
         self.requested = False
         self.graceful = False
 
     def __call__(self, signum: int, frame: Any) -> None:
-        if self.graceful and not self.requested:
-            self.requested = True
-            return
-        raise SystemExit(0)
+        if not self.graceful:
+            raise SystemExit(0)
+        if self.requested:
+            raise SystemExit(128 + signum)
+        self.requested = True
 
 
 def trigger_running(query: Any) -> bool:

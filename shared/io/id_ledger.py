@@ -86,7 +86,7 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
 
 def completed_count(redis: Any, prefix: str, sinks: Iterable[str]) -> int:
     """How many sink events completed: distinct ids per sink, summed (an event's outputs
-    carry distinct ids, ``<id>/k``; a replayed one counts once)."""
+    carry distinct ids, ``operators.with_ids``; a replayed one counts once)."""
     pipe = redis.pipeline(transaction=False)
     for s in sinks:
         pipe.scard(key(prefix, s, "processed"))

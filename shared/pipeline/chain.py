@@ -18,11 +18,13 @@ from typing import Any
 from elastic_sps.model.topology import Operator, Topology
 from elastic_sps.pipeline.operators import (
     Context,
+    Emitted,
     Output,
     Passthrough,
     Runnable,
     normalise,
     open_operator,
+    with_ids,
 )
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
@@ -65,32 +67,44 @@ class ChainedOperator:
         return any(step.keyed is not None for step in self.steps)
 
     def process(self, payload: Any, ctx: Context) -> Output:
-        return self.run(payload, ctx)
+        return [(dst, p) for dst, _, p in self.run(payload, ctx, "")]
 
-    def run(self, payload: Any, ctx: Context, members: MemberStates | None = None) -> Output:
-        """One event through every member; ``members``: the keyed members' states of the
-        event's key (the engine's core passes them per event: this object is shared by
-        the replica threads of a task)."""
+    def run(
+        self, payload: Any, ctx: Context, event_id: str, members: MemberStates | None = None
+    ) -> list[Emitted]:
+        """One event through every member, its outputs numbered from ``event_id`` as
+        unchained (``with_ids`` per member: ``chain: false`` changes no id); ``members``:
+        the keyed members' states of the event's key (the engine's core passes them per
+        event: this object is shared by the replica threads of a task)."""
         key = ctx.key  # the head's (a keyed head's), for every output it makes
-        head = self._call(self.steps[0], payload, ctx)
+        head = with_ids(event_id, self._call(self.steps[0], payload, ctx), self.steps[0].name)
         if len(self.steps) == 1:
             return self._renamed(head)
-        return [out for _, p in head for out in self.after_head(p, ctx, key, members)]
+        return [out for _, i, p in head for out in self.after_head(p, ctx, i, key, members)]
 
     def after_head(
-        self, payload: Any, ctx: Context, key: str = "", members: MemberStates | None = None
-    ) -> Output:
-        """One output of the head (an event's, or a fired window's) through the other
-        members: the chain's outputs under their chained names. ``key``: the head's."""
+        self,
+        payload: Any,
+        ctx: Context,
+        event_id: str,
+        key: str = "",
+        members: MemberStates | None = None,
+    ) -> list[Emitted]:
+        """One output of the head (``event_id``: an event's output, or a fired window)
+        through the other members: the chain's outputs under their chained names, each
+        member's numbered from its input's id. ``key``: the head's."""
         ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
-        items = [payload]
-        for step in self.steps[1:-1]:
-            items = [out for p in items for _, out in self._call(step, p, ctx, key, members)]
-        last = self.steps[-1]
-        return self._renamed([out for p in items for out in self._call(last, p, ctx, key, members)])
+        items: list[Emitted] = [(None, event_id, payload)]
+        for step in self.steps[1:]:
+            items = [
+                out
+                for _, i, p in items
+                for out in with_ids(i, self._call(step, p, ctx, key, members, i), step.name)
+            ]
+        return self._renamed(items)
 
-    def _renamed(self, result: Output) -> Output:
-        return [(self.renamed.get(dst, dst) if dst is not None else None, p) for dst, p in result]
+    def _renamed(self, result: list[Emitted]) -> list[Emitted]:
+        return [(self.renamed.get(d, d) if d is not None else None, i, p) for d, i, p in result]
 
     def _call(
         self,
@@ -99,10 +113,16 @@ class ChainedOperator:
         ctx: Context,
         head_key: str = "",
         members: MemberStates | None = None,
+        event_id: str | None = None,
     ) -> Output:
+        """``event_id``: a member's input's (what its code sees as ``ctx.event_id``, as
+        unchained); None: the head's, set by the engine."""
         if step.keyed is not None and members is None:
             raise RuntimeError(f"chain {self.name!r}: keyed member {step.name!r} got no state")
         ctx.operator = step.name  # what the member's code sees is its own name
+        head_id = ctx.event_id
+        if event_id is not None:
+            ctx.event_id = event_id
         try:
             if step.keyed is not None:
                 assert members is not None
@@ -113,7 +133,7 @@ class ChainedOperator:
             exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")
             raise
         finally:
-            ctx.operator = self.name
+            ctx.operator, ctx.event_id = self.name, head_id
             if step.keyed is not None:
                 ctx.key, ctx.state = "", {}
 

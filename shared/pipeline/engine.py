@@ -8,7 +8,8 @@ servers (``tests/unit/test_engine.py``), as bytewax's ``testing`` and arroyo's s
 are. Its promises:
 
 * an event's outputs carry distinct deterministic ids: the first its own, the k-th
-  ``<id>/k``, so dropping repeats by id never drops a distinct output;
+  ``<id>/<operator>.<k>`` (``operators.with_ids``), so dropping repeats by id never
+  drops a distinct output;
 * a keyed or window partition applies an event once: an id it applied (from the same
   sender) is skipped, at whatever offset the repeat arrives (retry, zombie, a replay);
 * an operator that raises leaves no state write behind (its ``ctx.state`` changes are
@@ -29,7 +30,7 @@ from elastic_sps.io.watermarks import Declaration, Valve
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import Topology
 from elastic_sps.pipeline.chain import ChainedOperator
-from elastic_sps.pipeline.operators import Context, Output, Runnable, normalise
+from elastic_sps.pipeline.operators import Context, Emitted, Runnable, normalise, with_ids
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
     KeyState,
@@ -40,8 +41,6 @@ from elastic_sps.pipeline.stateful import (
     event_key,
     max_timestamp,
 )
-
-Emitted = tuple[str | None, str, Any]  # (successor, None: every one; output id; payload)
 
 
 @dataclass(slots=True)  # not frozen: built per event (``envelope.Envelope`` says why)
@@ -57,14 +56,6 @@ class Event:
         """What a repeat shares with the first delivery: the sender and the id (two
         paths of a diamond may carry one id into one operator; they are not repeats)."""
         return f"{self.src}>{self.id}"
-
-
-def with_ids(event_id: str, result: Output) -> list[Emitted]:
-    """An event's outputs with their ids: the first its own, the k-th ``<id>/k``."""
-    return [
-        (dst, event_id if k == 0 else f"{event_id}/{k}", payload)
-        for k, (dst, payload) in enumerate(result)
-    ]
 
 
 def senders(topo: Topology, name: str, learnt: Iterable[str] = ()) -> dict[str, int | None]:
@@ -122,40 +113,41 @@ class OperatorCore:
             self.window.add(store, ev.payload, ev.evt, ev.key)
             store.mark_applied(ev.once_key)
             return []
-        if self.op.key:
-            assert store is not None
-            result = self._apply_keyed(ev, ctx, store)
-        else:
-            result = self._process(ev.payload, ctx)
         # where several operators feed this one, one id can arrive from each: its
         # outputs carry the sender too, so a later stage does not take them for repeats
-        return with_ids(ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}", result)
+        base = ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}"
+        if self.op.key:
+            assert store is not None
+            return self._apply_keyed(ev, ctx, store, base)
+        return self._run(ev.payload, ctx, base)
 
-    def _apply_keyed(self, ev: Event, ctx: Context, store: Store) -> Output:
+    def _apply_keyed(self, ev: Event, ctx: Context, store: Store, base: str) -> list[Emitted]:
         """A keyed operator (or a chain it heads) on one event: its key's state, and a
         keyed chain's members' states of that key, saved only when every member returned."""
         key = ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
         state = KeyState(store, key_group(key, self.op.key_groups), key)
         ctx.state = state
         if self.keyed_chain:
-            assert isinstance(self.impl, ChainedOperator)
             members = MemberStates(store, state.group, key)
-            result = self.impl.run(ev.payload, ctx, members)
+            result = self._run(ev.payload, ctx, base, members)
             members.save()
         else:
-            result = self._process(ev.payload, ctx)
+            result = self._run(ev.payload, ctx, base)
         state.save()
         store.mark_applied(ev.once_key)
         if self.op.state_ttl_s is not None and len(state):  # the key: ctx.key is the tail's
             self._keep_until(store, state.group, key, ev.evt + self.op.state_ttl_s)
         return result
 
-    def _process(self, payload: Any, ctx: Context) -> Output:
-        """The operator's outputs, checked (a chain checked each member's, then gave them
-        their chained names: not again)."""
-        if self.chained:
-            return self.impl.process(payload, ctx)
-        return normalise(self.impl.process(payload, ctx), self.name, self.successors)
+    def _run(
+        self, payload: Any, ctx: Context, base: str, members: MemberStates | None = None
+    ) -> list[Emitted]:
+        """The operator's outputs with their ids, checked (a chain checked and numbered
+        each member's, then gave them their chained names: not again)."""
+        if isinstance(self.impl, ChainedOperator):
+            return self.impl.run(payload, ctx, base, members)
+        result = normalise(self.impl.process(payload, ctx), self.name, self.successors)
+        return with_ids(base, result, self.name)
 
     def valve(self, store: Any) -> Valve:
         """The partition's valve, from what its store holds."""
@@ -177,7 +169,7 @@ class OperatorCore:
         if not isinstance(self.impl, ChainedOperator) or len(self.impl.steps) == 1:
             return [(None, result.id, result.payload)]
         ctx.event_id = result.id
-        return with_ids(result.id, self.impl.after_head(result.payload, ctx))
+        return self.impl.after_head(result.payload, ctx, result.id)
 
     @staticmethod
     def _keep_until(store: Any, group: int, key: str, until: float) -> None:

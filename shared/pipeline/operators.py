@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 Output = list[tuple[str | None, Any]]
+Emitted = tuple[str | None, str, Any]  # (successor, None: every one; output id; payload)
 OperatorFn = Callable[[Any, Any], Any]
 
 
@@ -211,3 +212,17 @@ def normalise(result: Any, operator: str, successors: tuple[str, ...]) -> Output
             )
         out.append(item)
     return out
+
+
+def with_ids(event_id: str, result: Output, operator: str) -> list[Emitted]:
+    """``operator``'s outputs of one event with their ids: the first keeps the event's
+    (a map or a filter changes no id), the k-th is ``<id>/<operator>.<k>``. Naming the
+    operator keeps ids unique down a path of fan-outs: with ``<id>/k`` alone, the second
+    output of one (``x/1``) and the first of what the next made of it (``x/1`` again)
+    would be one id, and a stateful stage after them would drop one as a repeat. A
+    chain numbers each member's outputs this way from its input's id, so chaining
+    changes no id."""
+    return [
+        (dst, event_id if k == 0 else f"{event_id}/{operator}.{k}", payload)
+        for k, (dst, payload) in enumerate(result)
+    ]

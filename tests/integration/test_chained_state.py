@@ -139,7 +139,7 @@ def test_a_fired_window_goes_through_its_chain_and_a_failing_one_is_dead_lettere
     topics = read_topics(kafka_bootstrap, [out, g.o.deadletter_topic], quiet_s=1.0)
     assert sorted((r["id"], r["value"]["n"], r["value"]["half"]) for r in topics[out]) == [
         ("a@0", 2, 1),
-        ("a@0/1", 2, 2),
+        ("a@0/busy.1", 2, 2),
     ]
     (letter,) = topics[g.o.deadletter_topic]
     assert letter["event_id"] == "d@0" and letter["error_type"] == "ValueError"

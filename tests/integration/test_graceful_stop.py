@@ -167,10 +167,12 @@ def test_without_redis_the_stop_does_not_wait() -> None:
 
 def test_sigterm_asks_once_while_serving_else_exits() -> None:
     stop = StopRequest()
-    with pytest.raises(SystemExit):  # starting, or a standby waiting: nothing to end
+    with pytest.raises(SystemExit) as first:  # starting, or a standby waiting: nothing to end
         stop(signal.SIGTERM, None)
+    assert first.value.code == 0
     stop.graceful = True
     stop(signal.SIGTERM, None)
     assert stop.requested
-    with pytest.raises(SystemExit):  # a second one: at once
+    with pytest.raises(SystemExit) as second:  # a second one: at once, as killed by it
         stop(signal.SIGTERM, None)
+    assert second.value.code == 143

@@ -178,6 +178,60 @@ def test_a_chain_calls_each_member_on_each_output_of_the_one_before():
     assert not isinstance(open_runnable(t, "sink", Context("sink")), ChainedOperator)
 
 
+def each_letter(word: Any, ctx: Any) -> list[tuple[str | None, Any]]:
+    return [(None, f"{c}<{ctx.event_id}") for c in word]  # a second fan-out
+
+
+def two_fan_outs() -> topology.Topology:
+    here = __name__
+    return from_dict(
+        {
+            "name": "letters",
+            "operators": [
+                {"name": "split", "et_ms": 1.0, "code": f"{here}:split_words"},
+                {"name": "letters", "et_ms": 1.0, "code": f"{here}:each_letter"},
+                {"name": "sink", "et_ms": 1.0, "chain": False},
+            ],
+            "edges": [
+                {"from": "source", "to": "split"},
+                {"from": "split", "to": "letters"},
+                {"from": "letters", "to": "sink"},
+            ],
+        }
+    )
+
+
+def test_ids_stay_unique_down_two_fan_outs_and_chaining_changes_none():
+    """``split`` makes "ab" (s1) and "cd" (s1/split.1); ``letters`` makes a letter of
+    each, the first keeping its input's id: with a bare ``/k`` "b" and "c" would both be
+    s1/1, and a stateful stage after them would drop one as a repeat."""
+    from elastic_sps.pipeline.engine import Event, OperatorCore
+
+    expected = [
+        ("s1", "a<s1"),
+        ("s1/letters.1", "b<s1"),
+        ("s1/split.1", "c<s1/split.1"),
+        ("s1/split.1/letters.1", "d<s1/split.1"),
+    ]
+    t = two_fan_outs()
+    assert t.names == ("split..letters", "sink")
+    ctx = Context("split..letters")
+    core = OperatorCore(t, "split..letters", open_runnable(t, "split..letters", ctx))
+    out = core.apply(Event("s1", "ab cd", 1.0), ctx, None)
+    assert [(i, p) for _, i, p in out] == expected
+    assert ctx.event_id == "s1"  # the members' own ids were theirs only
+    declared = t.declared  # unchained: each operator's core on what the one before made
+    cores = {n: OperatorCore(declared, n, open_runnable(declared, n, Context(n))) for n in
+             ("split", "letters")}  # fmt: skip
+    words = cores["split"].apply(Event("s1", "ab cd", 1.0), Context("split"), None)
+    out = [
+        o
+        for _, i, w in words
+        for o in cores["letters"].apply(Event(i, w, 1.0, "split"), Context("letters"), None)
+    ]
+    assert [(i, p) for _, i, p in out] == expected
+
+
 def test_a_member_that_raises_fails_the_event_with_the_member_named():
     t = run_time_topology()
     ctx = Context("split..route")

@@ -185,8 +185,8 @@ def test_an_operator_that_raises_leaves_no_state_write_behind():
 
 
 def test_each_output_of_an_event_has_its_own_id():
-    out = with_ids("e7", [(None, 1), ("a", 2), (None, 3)])
-    assert [(d, i) for d, i, _ in out] == [(None, "e7"), ("a", "e7/1"), (None, "e7/2")]
+    out = with_ids("e7", [(None, 1), ("a", 2), (None, 3)], "split")
+    assert [(d, i) for d, i, _ in out] == [(None, "e7"), ("a", "e7/split.1"), (None, "e7/split.2")]
 
 
 def test_one_id_from_two_senders_is_not_a_repeat():

@@ -107,7 +107,7 @@ def test_a_fired_window_goes_through_the_members_after_it():
     # a counts 2: two outputs, ids from the window's; b and c count 1: dropped
     assert core.fired(by_id["a@0"], ctx) == [
         (None, "a@0", {"key": "a", "n": 2, "half": 1}),
-        (None, "a@0/1", {"key": "a", "n": 2, "half": 2}),
+        (None, "a@0/busy.1", {"key": "a", "n": 2, "half": 2}),
     ]
     assert core.fired(by_id["b@0"], ctx) == []
     with pytest.raises(ValueError, match=r"window d@0\.0 counts 6"):
@@ -184,5 +184,5 @@ def test_every_output_of_a_keyed_head_reaches_its_keyed_member_under_the_heads_k
     doc_["operators"][0]["code"] = f"{OPS}:sum_twice"  # two outputs an event
     core, store, ctx = opened(doc_, "sum..tally")
     out = core.apply(Event("e1", {"key": "a", "value": 3}, 1.0), ctx, store)
-    assert [(i, p["n"]) for _, i, p in out] == [("e1", 1), ("e1/1", 2)]
+    assert [(i, p["n"]) for _, i, p in out] == [("e1", 1), ("e1/sum.1", 2)]
     assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 3}

@@ -230,3 +230,28 @@ def test_a_state_ttl_goes_with_a_keyed_operators_state_only():
                 "edges": [{"from": "source", "to": "a"}],
             }
         )
+
+
+def test_a_keyed_stage_after_two_fan_outs_counts_every_output_once():
+    """``halves`` makes two events of each, and again: four reach ``total``, each with
+    its own id (local/0, local/0/again.1, local/0/halves.1, local/0/halves.1/again.1)."""
+    ops = "tests.support.engine_ops"
+    topo = from_dict(
+        {
+            "name": "fan-outs",
+            "operators": [
+                {"name": "halves", "code": f"{ops}:split", "et_ms": 1.0},
+                {"name": "again", "code": f"{ops}:split", "et_ms": 1.0},
+                {"name": "total", "code": f"{__name__}:running_total", "key": "field:k",
+                 "et_ms": 1.0, "output": "totals"},
+            ],
+            "edges": [
+                {"from": "source", "to": "halves"},
+                {"from": "halves", "to": "again"},
+                {"from": "again", "to": "total"},
+            ],
+        }
+    )  # fmt: skip
+    run = run_local(topo, [{"k": "a", "v": 1}, {"k": "b", "v": 5}])
+    assert run.repeats == {}
+    assert run.state["total"] == {"a": {"total": 4}, "b": {"total": 20}}
