@@ -21,8 +21,9 @@ state, offset and ids move together or not at all.
 from __future__ import annotations
 
 import functools
+import heapq
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -146,6 +147,43 @@ class _Args:
             self.args += [command, ref, len(chunk), *chunk]
 
 
+class ByEnd:
+    """A partition's open windows (or a keyed operator's expiring keys) by end, oldest
+    first: a heap whose entries are checked against ``end_of`` when they reach the top
+    (one whose end changed or was removed since is dropped there), so the oldest and
+    the due cost a logarithm each, not a scan of every open window per declaration."""
+
+    def __init__(
+        self, end_of: Callable[[int, str], float | None], entries: Iterable[tuple[float, int, str]]
+    ) -> None:
+        self._end_of = end_of
+        self._heap = list(entries)
+        heapq.heapify(self._heap)
+
+    def push(self, end: float, group: int, field: str) -> None:
+        heapq.heappush(self._heap, (end, group, field))
+
+    def oldest(self) -> float | None:
+        heap = self._heap
+        while heap:
+            end, group, field = heap[0]
+            if self._end_of(group, field) == end:
+                return end
+            heapq.heappop(heap)
+        return None
+
+    def take_due(self, until: float) -> list[tuple[int, str, float]]:
+        """The open ones ending at or before ``until``, by end, taken off the index (the
+        caller closes each)."""
+        out: list[tuple[int, str, float]] = []
+        heap = self._heap
+        while heap and heap[0][0] <= until:
+            end, group, field = heapq.heappop(heap)
+            if self._end_of(group, field) == end and (not out or out[-1] != (group, field, end)):
+                out.append((group, field, end))
+        return out
+
+
 class PartitionStore:
     """One partition's keyed state as one task sees it (see the module docstring)."""
 
@@ -170,6 +208,7 @@ class PartitionStore:
         self._dirty: dict[tuple[str, int, str], Any] = {}
         self._ends: dict[tuple[int, str], float | None] = {}  # window end, None: removed
         self._index: dict[tuple[int, str], float] | None = None  # open windows, read once
+        self._by_end: ByEnd | None = None  # built with ``_index``
         self._seen: dict[str, bool] = {}  # event id -> applied (before or in this task)
         self._applied_now: list[str] = []
         self._read = redis.register_script(_READ)
@@ -240,6 +279,8 @@ class PartitionStore:
     def set_end(self, group: int, field: str, end: float | None) -> None:
         """A window's end (None: it closed or merged away)."""
         self._ends[(group, field)] = end
+        if end is not None and self._by_end is not None:
+            self._by_end.push(end, group, field)
 
     def _open(self) -> dict[tuple[int, str], float]:
         """The committed open windows by end, read once a task."""
@@ -251,6 +292,13 @@ class PartitionStore:
                 self._index[(int(group), str(field))] = float(end)
         return self._index
 
+    def _ordered(self) -> ByEnd:
+        if self._by_end is None:
+            entries = [(e, g, f) for (g, f), e in self._open().items()]
+            entries += [(e, g, f) for (g, f), e in self._ends.items() if e is not None]
+            self._by_end = ByEnd(self.end_of, entries)
+        return self._by_end
+
     def end_of(self, group: int, field: str) -> float | None:
         if (group, field) in self._ends:
             return self._ends[(group, field)]
@@ -258,18 +306,12 @@ class PartitionStore:
 
     def oldest_end(self) -> float | None:
         """The end of the oldest open window (None: none is open)."""
-        ends = {**self._open(), **self._ends}
-        return min((e for e in ends.values() if e is not None), default=None)
+        return self._ordered().oldest()
 
     def due(self, until: float) -> list[tuple[int, str, float]]:
-        """The open windows ending at or before ``until``, by end."""
-        out = {k: e for k, e in self._open().items() if e <= until}
-        for k, end in self._ends.items():
-            if end is None or end > until:
-                out.pop(k, None)
-            else:
-                out[k] = end
-        return sorted(((g, f, e) for (g, f), e in out.items()), key=lambda x: (x[2], x[0], x[1]))
+        """The open windows ending at or before ``until``, by end (taken off the index:
+        the caller closes each)."""
+        return self._ordered().take_due(until)
 
     # -- watermarks -------------------------------------------------------------------------
     def note_marks(

@@ -5,11 +5,10 @@ overtake one in a process)."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from typing import Any
 
-from elastic_sps.io.state_store import MISSING
+from elastic_sps.io.state_store import MISSING, ByEnd
 from elastic_sps.io.watermarks import InputMark
 
 
@@ -20,8 +19,7 @@ class MemoryStore:
         self.committed: int | None = None
         self._values: dict[tuple[str, int, str], Any] = {}
         self._ends: dict[tuple[int, str], float] = {}
-        # windows by end, oldest first; an entry whose end changed since is skipped
-        self._by_end: list[tuple[float, int, str]] = []
+        self._by_end = ByEnd(self.end_of, ())
         self._applied: set[str] = set()
 
     def get(self, kind: str, group: int, field: str) -> Any:
@@ -47,24 +45,19 @@ class MemoryStore:
             self._ends.pop((group, field), None)
         elif self._ends.get((group, field)) != end:
             self._ends[(group, field)] = end
-            heapq.heappush(self._by_end, (end, group, field))
+            self._by_end.push(end, group, field)
 
     def due(self, until: float) -> list[tuple[int, str, float]]:
         """The open windows ending at or before ``until``, by end (taken off the index:
         the caller closes each)."""
-        out = []
-        while self._by_end and self._by_end[0][0] <= until:
-            end, group, field = heapq.heappop(self._by_end)
-            if self._ends.get((group, field)) == end:
-                out.append((group, field, end))
-        return out
+        return self._by_end.take_due(until)
 
     def end_of(self, group: int, field: str) -> float | None:
         return self._ends.get((group, field))
 
     def oldest_end(self) -> float | None:
         """The end of the oldest open window (None: none is open)."""
-        return min(self._ends.values(), default=None)
+        return self._by_end.oldest()
 
     def note_marks(
         self, watermark: float | None, marks: dict[str, InputMark], changed: set[str]

@@ -236,3 +236,25 @@ def test_more_reads_and_writes_than_a_script_block_holds_round_trip(redis_client
     third = PartitionStore(redis_client, keys, "total", 0)
     assert third.get("s", 7, "k3") is MISSING
     assert third.get("s", 7, "k4") == {"n": 4}
+
+
+def test_open_windows_by_end_across_a_commit_and_a_reopen(redis_client):
+    """Windows at 10 and 20 committed; the next task's store adds one at 5 and drops the
+    one at 10 before committing: the oldest and the due come from both."""
+    keys = Keys("byend1")
+    first = PartitionStore(redis_client, keys, "w", 0)
+    first.set_end(0, "a", 10.0)
+    first.set_end(1, "b", 20.0)
+    assert first.oldest_end() == 10.0
+    assert first.commit(5, owner=0)
+    second = PartitionStore(redis_client, keys, "w", 0)
+    assert second.oldest_end() == 10.0  # the committed index, read once
+    second.set_end(2, "c", 5.0)
+    assert second.oldest_end() == 5.0
+    second.set_end(0, "a", None)
+    assert second.due(20.0) == [(2, "c", 5.0), (1, "b", 20.0)]
+    second.set_end(2, "c", None)
+    second.set_end(1, "b", None)
+    assert second.oldest_end() is None
+    assert second.commit(9, owner=0)
+    assert PartitionStore(redis_client, keys, "w", 0).oldest_end() is None
