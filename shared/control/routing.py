@@ -71,6 +71,9 @@ class Routers:
         self.view, self.successors = view, list(successors)
         self.concurrency, self.start, self.rebuild_s = concurrency, start, rebuild_s
         self.routers: dict[str, LoadAwareRouter] = {}
+        # a keyed successor's key paths, key groups and partitions (empty: not keyed),
+        # looked up once: ``choose`` runs per output
+        self._by_key: dict[str, tuple[Any, ...]] = {}
         self._checked = self._built = -math.inf
 
     def refresh(self) -> None:
@@ -90,8 +93,14 @@ class Routers:
         """The partition of ``successor`` that gets ``payload``: its key's, for a keyed
         successor (an event without a key goes to the empty key's: the successor
         dead-letters it), else the least loaded active replica's."""
-        op = self.view.topo[successor]
-        if op.stateful:
-            key = lookup_first(payload, op.key_path) if op.key else ""
-            return partition_of_key(key or "", op.key_groups, op.max_replicas)
+        by_key = self._by_key.get(successor)
+        if by_key is None:
+            op = self.view.topo[successor]
+            by_key = self._by_key[successor] = (
+                (op.key_path, op.key_groups, int(op.max_replicas)) if op.stateful else ()
+            )
+        if by_key:
+            paths, groups, partitions = by_key
+            key = lookup_first(payload, paths) if paths else ""
+            return partition_of_key(key or "", groups, partitions)
         return self.routers[successor].choose()

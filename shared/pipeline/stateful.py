@@ -242,6 +242,9 @@ def max_timestamp(end: float) -> float:
     return end - 0.001
 
 
+_IMMUTABLE = (int, float, str, bool)  # an accumulator no ``merge`` can change in place
+
+
 class WindowAggregator:
     """A window operator's per-event step and its firing, on one partition's store."""
 
@@ -341,10 +344,10 @@ class WindowAggregator:
         due = store.due(watermark - self.spec.lateness_s)
         if not due:
             return []
-        store.prefetch([w for g, field, _ in due for w in self._reads(g, field)])
+        windows = [(g, field, end, *orjson.loads(field)) for g, field, end in due]
+        store.prefetch([w for g, f, _, k, start in windows for w in self._reads(g, f, k, start)])
         out = []
-        for g, field, end in due:
-            key, start = orjson.loads(field)
+        for g, field, end, key, start in windows:
             acc = self._take(store, g, key, start, field)
             store.set_end(g, field, None)
             if acc is MISSING:
@@ -354,13 +357,12 @@ class WindowAggregator:
             out.append(WindowResult(f"{key}@{start}", float(end), body))
         return out
 
-    def _reads(self, g: int, field: str) -> list[tuple[str, int, str]]:
-        """What closing the window ``field`` reads: its accumulator, its panes or its
-        key's sessions."""
+    def _reads(self, g: int, field: str, key: str, start: float) -> list[tuple[str, int, str]]:
+        """What closing the window ``field`` (of ``key`` from ``start``) reads: its
+        accumulator, its panes or its key's sessions."""
         if self.spec.kind == "session":
-            return [("w", g, window_field(orjson.loads(field)[0], None))]
+            return [("w", g, window_field(key, None))]
         if self.panes:  # and its own field: what a version before panes kept (``_merged``)
-            key, start = orjson.loads(field)
             first = round(start / self.spec.slide_s)
             panes = [("w", g, pane_field(key, n)) for n in range(first, first + self.panes)]
             return [("w", g, field), *panes]
@@ -379,7 +381,8 @@ class WindowAggregator:
         for n in range(first, first + self.panes):
             pane = store.get("w", g, pane_field(key, n))
             if pane is not MISSING:
-                pane = orjson.loads(orjson.dumps(pane))
+                if not isinstance(pane, _IMMUTABLE):
+                    pane = orjson.loads(orjson.dumps(pane))
                 acc = pane if acc is MISSING else self.agg.merge(acc, pane)
         store.delete("w", g, pane_field(key, first))
         return acc
