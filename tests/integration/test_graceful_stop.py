@@ -37,18 +37,27 @@ EVENTS = 2_000  # per run
 
 
 class Outputs:
-    """The entry operator's outputs (the ``after`` operator's input topic), read as they
-    come: how many times each event id was produced."""
+    """What one topic received, read as it comes: how many times each event id was
+    produced, and the record values (an operator topic's envelopes, or an ``output:``
+    topic's ``{"id", "value"}`` records)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, envelopes: bool) -> None:
         self.consumer = Consumer(kafka_config(bootstrap, **{"group.id": f"g{uuid.uuid4()}"}))
         self.consumer.assign([TopicPartition(topic, j, 0) for j in range(partitions)])
+        self.envelopes = envelopes
         self.ids: Counter[str] = Counter()
+        self.values: list[Any] = []
 
     def read(self) -> Counter[str]:
         while (msg := self.consumer.poll(0.2)) is not None:
-            if msg.error() is None and not is_declaration(msg.value()):
+            if msg.error() is not None or is_declaration(msg.value()):
+                continue
+            if self.envelopes:
                 self.ids[decode(msg.value()).id] += 1
+            else:
+                record = orjson.loads(msg.value())
+                self.ids[record["id"]] += 1
+                self.values.append(record["value"])
         return self.ids
 
     def wait_for(self, n: int, proc: ServiceProcess, timeout_s: float = 180) -> None:
@@ -75,15 +84,36 @@ def stop_gracefully(proc: ServiceProcess) -> None:
     proc.stop(signal.SIGKILL)  # what is left of its group (Spark's JVM)
 
 
-def test_a_sigterm_mid_epoch_repeats_no_output(
-    kafka_bootstrap: str, redis_url: str, tmp_path: Path
-) -> None:
-    tag = f"gs{uuid.uuid4().hex[:6]}"
-    source = f"{tag}.orders"
-    doc = step_after({"topics": [source], "format": "json", "id": "field:id",
-                      "key": "field:key", "time": "field:t"})  # fmt: skip
+def two_keyed_stages(out: str) -> dict[str, Any]:
+    """``step``, then two keyed stages apart (a Kafka hop between them), each numbering
+    its key's events: the second's numbers reach ``out``."""
+    ops = "tests.support.engine_ops"
+    keyed = {"key": "field:key", "et_ms": 0.1, "max_replicas": 2, "chain": False,
+             "code": f"{ops}:count_seen"}  # fmt: skip
+    return {
+        "operators": [
+            {"name": "step", "code": f"{ops}:relabel", "et_ms": 0.1, "max_replicas": 2},
+            {"name": "first", **keyed},
+            {"name": "second", **keyed, "output": out},
+        ],
+        "edges": [
+            {"from": "source", "to": "step"},
+            {"from": "step", "to": "first"},
+            {"from": "first", "to": "second"},
+        ],
+    }
+
+
+def run_twice_stopped(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Path, tag: str, doc: dict[str, Any],
+    outputs: Outputs,
+) -> None:  # fmt: skip
+    """Two runs of ``EVENTS`` new events each, each stopped by a SIGTERM once its events'
+    outputs are out; the source's progress each run committed, by hand."""
+    source = {"topics": [f"{tag}.orders"], "format": "json", "id": "field:id",
+              "key": "field:key", "time": "field:t"}  # fmt: skip
     path = tmp_path / "pipeline.yaml"
-    path.write_text(yaml.safe_dump({**doc, "name": tag}))
+    path.write_text(yaml.safe_dump({**doc, "source": source, "name": tag}))
     env: dict[str, Any] = {
         "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "SPS_REDIS_URL": redis_url,
@@ -102,13 +132,12 @@ def test_a_sigterm_mid_epoch_repeats_no_output(
         admission="entry",
     )  # fmt: skip
     create_topics(settings, topology.load(path))  # the source: a partition per replica
-    outputs = Outputs(kafka_bootstrap, Keys(tag).topic("after"), 2)
     r = redis.Redis.from_url(redis_url)
     for run in range(2):
         dataplane = ServiceProcess("dataplane", env).start()
         try:
             dataplane.wait_healthy(240)
-            produce(kafka_bootstrap, source, range(run * EVENTS, (run + 1) * EVENTS))
+            produce(kafka_bootstrap, source["topics"][0], range(run * EVENTS, (run + 1) * EVENTS))
             outputs.wait_for((run + 1) * EVENTS, dataplane)
             stop_gracefully(dataplane)
         finally:
@@ -116,10 +145,38 @@ def test_a_sigterm_mid_epoch_repeats_no_output(
         # the epoch's only commit was the stop's: each source partition read to its end
         done = {int(j): int(v) for j, v in r.hgetall(Keys(tag).committed("step")).items()}
         assert done == {0: (run + 1) * EVENTS // 2, 1: (run + 1) * EVENTS // 2}
-    ids = outputs.read()
+    outputs.read()
     outputs.consumer.close()
-    assert set(ids) == {f"e{k}" for k in range(2 * EVENTS)}
-    assert [i for i, n in ids.items() if n > 1] == []
+    assert set(outputs.ids) == {f"e{k}" for k in range(2 * EVENTS)}
+    assert [i for i, n in outputs.ids.items() if n > 1] == []
+
+
+def test_a_sigterm_mid_epoch_repeats_no_output(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Path
+) -> None:
+    tag = f"gs{uuid.uuid4().hex[:6]}"
+    outputs = Outputs(kafka_bootstrap, Keys(tag).topic("after"), 2, envelopes=True)
+    run_twice_stopped(kafka_bootstrap, redis_url, tmp_path, tag, step_after(), outputs)
+
+
+def test_a_sigterm_mid_epoch_applies_each_event_once_in_two_keyed_stages(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Path
+) -> None:
+    """4,000 events over keys k0..k6 (event k: key k mod 7, so k0-k2 get 572 and k3-k6
+    571; e13's sum of 13 relabels it to k6'): each id out once, and the second stage
+    numbered each key's events 1..its count."""
+    tag = f"gs{uuid.uuid4().hex[:6]}"
+    out = f"{tag}.out"
+    outputs = Outputs(kafka_bootstrap, out, 1, envelopes=False)
+    run_twice_stopped(kafka_bootstrap, redis_url, tmp_path, tag, two_keyed_stages(out), outputs)
+    numbers: dict[str, list[int]] = {}
+    for v in outputs.values:
+        numbers.setdefault(v["key"], []).append(v["n"])
+    counts = {"k0": 572, "k1": 572, "k2": 572, "k3": 571, "k4": 571, "k5": 571, "k6": 570}
+    counts["k6'"] = 1
+    assert {key: sorted(ns) for key, ns in numbers.items()} == {
+        key: list(range(1, n + 1)) for key, n in counts.items()
+    }
 
 
 class BatchUnderWay:

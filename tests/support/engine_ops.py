@@ -67,3 +67,10 @@ def sum_twice(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     """A keyed running sum with two outputs an event (its two halves)."""
     ctx.state["sum"] = ctx.state.get("sum", 0) + ev["value"]
     return [(None, {"key": ev["key"], "sum": ctx.state["sum"], "half": h}) for h in (1, 2)]
+
+
+def count_seen(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A keyed step numbering its key's events 1, 2, ...: a repeat applied twice, or an
+    event lost, shows as a gap or a number twice."""
+    ctx.state["n"] = ctx.state.get("n", 0) + 1
+    return [(None, {"key": ctx.key, "n": ctx.state["n"]})]
