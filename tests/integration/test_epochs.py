@@ -24,7 +24,13 @@ from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.replica import Epoch, Replica, epoch_ends, run_windowed
+from elastic_sps.services.dataplane.replica import (
+    STOP_ONLY_CHECK_S,
+    Epoch,
+    Replica,
+    epoch_ends,
+    run_windowed,
+)
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -128,7 +134,14 @@ def test_an_epoch_ends_when_its_dataplane_stops_or_a_keyed_count_changes(
     assert ends() is False
     g.r.set(g.keys.dataplane_stopping("host:2:b"), 1)  # another holder's (a standby's)
     assert ends() is False
-    assert epoch_ends(g, {}, "host:2:b")() is True  # nothing keyed: the stop alone
+    stop_only = epoch_ends(g, {}, "host:2:b")  # nothing keyed: the stop alone,
+    assert stop_only() is True  # asked at once, then at most every STOP_ONLY_CHECK_S
+    g.r.delete(g.keys.dataplane_stopping("host:2:b"))
+    assert stop_only() is False  # not asked again yet: no round trip
+    g.r.set(g.keys.dataplane_stopping("host:2:b"), 1)
+    assert stop_only() is False
+    time.sleep(STOP_ONLY_CHECK_S)
+    assert stop_only() is True
     g.r.set(g.keys.dataplane_stopping("host:1:a"), 1)
     assert ends() is True
     warm_up = epoch_ends(g, {"step": 1}, None)  # a warm-up task: no holder's stop
