@@ -67,7 +67,7 @@ class ChainedOperator:
         return any(step.keyed is not None for step in self.steps)
 
     def process(self, payload: Any, ctx: Context) -> Output:
-        return [(dst, p) for dst, _, p in self.run(payload, ctx, "")]
+        return [(dst, p) for dst, _, p in self.run(payload, ctx, ctx.event_id)]
 
     def run(
         self, payload: Any, ctx: Context, event_id: str, members: MemberStates | None = None
