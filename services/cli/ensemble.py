@@ -156,6 +156,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         replace=replace,
         with_prometheus=args.prometheus,
         events_file=args.events,
+        fresh=args.fresh,
     ) as ens:
         print(f"kafka {ens.bootstrap}  redis {ens.redis_url}")
         if ens.prometheus_url:
@@ -334,6 +335,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--prometheus", action="store_true", help="also run Prometheus scraping every service"
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new deployment (default: go on with the run folder's last one of the "
+        "same pipeline: its state and read positions)",
     )
     _events_argument(p)
     _goal_arguments(p)

@@ -1,5 +1,7 @@
-"""``decisions.jsonl`` in the run folder: every ``sps.decisions`` record, one per line, for
-``elastic-sps explain`` after the run (the topic lives only as long as the broker)."""
+"""``decisions.jsonl`` in the run folder: every ``sps.decisions`` record of the run, one per
+line, for ``elastic-sps explain`` after the run (the topic lives only as long as the
+broker). Appended from where the topic ended when the run started: a run that goes on
+with a folder's deployment, or shares a broker with other runs, copies only its own."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from elastic_sps.io.connections import kafka_config
 
 
 class DecisionLog:
-    """Copies the topic into a file from offset 0, in a thread, until ``close``."""
+    """Copies the topic into a file from its end at the start, in a thread, until
+    ``close``."""
 
     def __init__(self, bootstrap: str, topic: str, path: Path) -> None:
         self.path = path
@@ -20,7 +23,8 @@ class DecisionLog:
         self._c = Consumer(
             kafka_config(bootstrap, **{"group.id": "sps-decision-log", "enable.auto.commit": False})
         )
-        self._c.assign([TopicPartition(topic, 0, 0)])
+        _, end = self._c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        self._c.assign([TopicPartition(topic, 0, max(0, end))])
         self._t = threading.Thread(target=self._run, name="decision-log", daemon=True)
         self._t.start()
 

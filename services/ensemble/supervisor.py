@@ -4,6 +4,7 @@ one machine, healthy before it returns, all stopped on exit (no orphans)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from elastic_sps.model.topology import Topology
 
 SERVICES = ("ingress", "monitor", "analyze", "plan", "execute", "dataplane")
+DEPLOYMENT_RECORD = "deployment.json"  # in the run folder: the deployment ``up`` goes on with
 STANDBY = "dataplane-standby"  # a second dataplane process (LocalSettings.dataplane_standby)
 
 
@@ -211,9 +213,12 @@ def up(
     replace: dict[str, list[str]] | None = None,
     with_prometheus: bool = False,
     events_file: str | Path | None = None,
+    fresh: bool = False,
 ) -> Iterator[Ensemble]:
     """Start everything; stop everything on exit, whatever happened. ``replace`` runs
-    the given command instead of a built-in service (the same environment, supervised)."""
+    the given command instead of a built-in service (the same environment, supervised).
+    The run folder's last deployment of the same pipeline goes on (``deployment_prefix``)
+    unless ``fresh``."""
     from elastic_sps.model import topology as topology_mod
     from elastic_sps.settings import ServiceSettings
 
@@ -227,7 +232,15 @@ def up(
     with contextlib.ExitStack() as stack:
         bootstrap, server = _servers(stack, run_dir)
         redis_url = LocalSettings().external_redis or server.url  # type: ignore[union-attr]
-        prefix = f"run{int(time.time())}"
+        prefix, resumed = deployment_prefix(run_dir, topo.name, fresh)
+        log.info(
+            "%s deployment %s (%s)",
+            "resuming" if resumed else "starting",
+            prefix,
+            "its state and read positions go on; up --fresh starts a new one"
+            if resumed
+            else "reads the source from its start",
+        )
         env = {
             **os.environ,
             "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
@@ -276,6 +289,21 @@ def up(
         threading.Thread(target=ens.supervise, name="supervisor", daemon=True).start()
         with _stop_on_signals():
             yield ens
+
+
+def deployment_prefix(run_dir: Path, pipeline: str, fresh: bool = False) -> tuple[str, bool]:
+    """The deployment's key prefix, and whether it is resumed: the run folder's last one
+    if it ran the pipeline of this name (its state, progress and read positions, kept by
+    the folder's servers or your own, go on, as a restarted service's do), else a new
+    one, ``run<milliseconds>``, recorded in ``deployment.json``."""
+    record = run_dir / DEPLOYMENT_RECORD
+    doc = json.loads(record.read_text()) if record.exists() else {}
+    if not fresh and doc.get("pipeline") == pipeline and doc.get("prefix"):
+        return str(doc["prefix"]), True
+    ms = time.time_ns() // 1_000_000
+    prefix = f"run{ms}" if doc.get("prefix") != f"run{ms}" else f"run{ms + 1}"
+    record.write_text(json.dumps({"prefix": prefix, "pipeline": pipeline}) + "\n")
+    return prefix, False
 
 
 def _servers(stack: contextlib.ExitStack, run_dir: Path) -> tuple[str, embedded.RedisServer | None]:

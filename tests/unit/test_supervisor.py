@@ -100,3 +100,16 @@ def test_ctrl_c_unwinds_up_even_when_the_shell_ignored_sigint():
         assert unwound == [True] and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_up_goes_on_with_the_run_folders_deployment_of_the_same_pipeline(tmp_path):
+    from elastic_sps.services.ensemble.supervisor import deployment_prefix
+
+    first, resumed = deployment_prefix(tmp_path, "orders")
+    assert first.startswith("run") and not resumed
+    assert deployment_prefix(tmp_path, "orders") == (first, True)
+    # another pipeline in the folder: a new deployment, which the folder then goes on with
+    other, resumed = deployment_prefix(tmp_path, "clicks")
+    assert other != first and not resumed
+    assert deployment_prefix(tmp_path, "clicks") == (other, True)
+    assert deployment_prefix(tmp_path, "clicks", fresh=True)[1] is False
