@@ -281,7 +281,11 @@ class DataplaneSettings(AdmissionSettings):
     task_max_failures: int = _f(
         4, "Retries of a failed task before the query fails (local[N] retries none).", ge=1
     )
-    checkpoint_dir: str = _f("runs/checkpoints", "Spark's checkpoints (one folder per run).")
+    checkpoint_dir: str = _f(
+        "runs/checkpoints",
+        "Spark's checkpoints: a folder per key prefix in it (the default prefix's queries at "
+        "its top), so a new deployment never takes another's offsets.",
+    )
     max_events_per_task: int = _f(20_000, "Most events per replica slot and batch.", ge=1)
     trigger_ms: int = _f(200, "Spark's micro-batch trigger interval.", ge=0)
     cost_mode: CostMode = _f(

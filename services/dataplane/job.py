@@ -196,6 +196,14 @@ def source_frame(
     return spark.readStream.format("sps_kafka").options(**options.to_spark()).load()
 
 
+def checkpoint_path(settings: DataplaneSettings, label: str) -> Path:
+    """A query's Spark checkpoint, per deployment: a new key prefix in a folder another
+    used would otherwise take that deployment's offsets for its own (and skip, or refuse,
+    what its Redis never saw). The default prefix's stays where it always was."""
+    base = Path(settings.checkpoint_dir)
+    return base / label if settings.key_prefix == "sps" else base / settings.key_prefix / label
+
+
 def start_query(
     spark: Any,
     settings: DataplaneSettings,
@@ -213,7 +221,7 @@ def start_query(
     return (
         df.writeStream.format("noop")
         .queryName(f"op_{label}")
-        .option("checkpointLocation", str(Path(settings.checkpoint_dir) / label))
+        .option("checkpointLocation", str(checkpoint_path(settings, label)))
         # walCommit + commitOffsets were ~300 of a 457 ms cycle with 4 queries
         # (measured, 2 cores): write the offset log off the batch's critical path.
         .option("asyncProgressTrackingEnabled", str(settings.async_progress).lower())

@@ -113,3 +113,16 @@ def test_up_goes_on_with_the_run_folders_deployment_of_the_same_pipeline(tmp_pat
     assert other != first and not resumed
     assert deployment_prefix(tmp_path, "clicks") == (other, True)
     assert deployment_prefix(tmp_path, "clicks", fresh=True)[1] is False
+
+
+def test_each_deployment_keeps_its_own_spark_checkpoint(tmp_path):
+    """A new deployment in a used run folder must not take the last one's Spark offsets
+    (it skipped what its Redis never saw); the default prefix's stays where it was."""
+    from elastic_sps.services.dataplane.job import checkpoint_path
+    from elastic_sps.settings import DataplaneSettings
+
+    ckpt = str(tmp_path / "checkpoints")
+    ours = DataplaneSettings(checkpoint_dir=ckpt, key_prefix="run2")
+    assert checkpoint_path(ours, "ops@entry") == tmp_path / "checkpoints" / "run2" / "ops@entry"
+    compose = DataplaneSettings(checkpoint_dir=ckpt)
+    assert checkpoint_path(compose, "ops") == tmp_path / "checkpoints" / "ops"
