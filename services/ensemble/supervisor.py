@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from elastic_sps.io import embedded
 from elastic_sps.io.embedded import PrerequisiteError, free_port
+from elastic_sps.services.ensemble.health_watch import HealthWatch
 from elastic_sps.settings import (
     DEFAULT_POLICY,
     DEFAULT_PREDICTOR,
@@ -130,13 +131,17 @@ class Ensemble:
                 self.restarts[c.name] = self.restarts.get(c.name, 0) + 1
 
     def supervise(self) -> None:
-        """The supervisor thread: runs until ``stop``; a give-up is left in ``failed``."""
+        """The supervisor thread: runs until ``stop``; a give-up is left in ``failed``. A
+        service running unhealthy is said in the log (``health_watch``; a standby is
+        unhealthy by design until it takes over)."""
+        watch = HealthWatch()
         while not self.stopping.wait(0.5):
             try:
                 self.supervise_once()
             except GaveUp as exc:
                 log.error("%s", exc)
                 return
+            watch.check([c for c in self.children if c.name != STANDBY], time.monotonic())
 
     def healthy(self, child: Child) -> bool:
         try:
