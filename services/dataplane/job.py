@@ -201,7 +201,8 @@ def checkpoint_path(settings: DataplaneSettings, label: str) -> Path:
     used would otherwise take that deployment's offsets for its own (and skip, or refuse,
     what its Redis never saw). The default prefix's stays where it always was."""
     base = Path(settings.checkpoint_dir)
-    return base / label if settings.key_prefix == "sps" else base / settings.key_prefix / label
+    default = type(settings).model_fields["key_prefix"].default
+    return base / label if settings.key_prefix == default else base / settings.key_prefix / label
 
 
 def start_query(

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from elastic_sps.io import embedded
 from elastic_sps.io.embedded import PrerequisiteError, free_port
-from elastic_sps.services.ensemble.health_watch import HealthWatch
+from elastic_sps.services.ensemble.health_watch import HealthWatch, health_of
 from elastic_sps.settings import (
     DEFAULT_POLICY,
     DEFAULT_PREDICTOR,
@@ -144,11 +143,7 @@ class Ensemble:
             watch.check([c for c in self.children if c.name != STANDBY], time.monotonic())
 
     def healthy(self, child: Child) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{child.port}/health", timeout=1) as r:
-                return r.status == 200
-        except OSError:
-            return False
+        return child.port is not None and health_of(child.port)[0]
 
     def wait_healthy(self, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
