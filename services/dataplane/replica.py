@@ -31,6 +31,7 @@ from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed, size
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import Acquire, HandOver, KeyedMoves, Release
+from elastic_sps.services.dataplane.occupancy import Occupancy
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import TaskSpan, publish
 from elastic_sps.services.dataplane.reading import (
@@ -41,7 +42,7 @@ from elastic_sps.services.dataplane.reading import (
     warm_consumers,
 )
 from elastic_sps.services.dataplane.slots import Slot, SlotRow
-from elastic_sps.services.dataplane.steps import Occupancy, SlotResult, SlotRun
+from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
 from elastic_sps.services.dataplane.worker import WORKER, threads
 
 

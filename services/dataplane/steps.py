@@ -1,16 +1,6 @@
 """A replica slot's per-event steps around the engine's core (``elastic_sps.pipeline.engine``):
 decode → expire → operate → emit → account, with the replica's cost clock
-(``Occupancy``), and the watermark declarations read in line (``declaring``).
-
-Operator cost comes in two modes (``cost_mode``), beside ``none`` (the operator's own
-work only):
-
-* ``wait``: the replica is occupied ``et_ms`` per event, as an operator bound by a remote
-  call (an enrichment lookup, a database write, a model server) is. It sleeps the rest
-  of ``et_ms`` after its real work, so its capacity is 1/et per replica on any machine:
-  what the embedded demo uses.
-* ``cpu``: the operator's real work plus burned CPU up to ``et_ms``, for clusters with a
-  core per task slot.
+(``occupancy.Occupancy``), and the watermark declarations read in line (``declaring``).
 """
 
 from __future__ import annotations
@@ -28,6 +18,7 @@ from elastic_sps.io.envelope import BadEvent, Envelope, decode
 from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.state_store import Fenced
 from elastic_sps.io.watermarks import Declaration, Valve, decode_declaration, is_declaration
+from elastic_sps.pipeline.chain import MemberFailed
 from elastic_sps.pipeline.engine import Emitted, Event
 from elastic_sps.pipeline.failures import Failure, describe
 from elastic_sps.pipeline.operators import Context
@@ -36,6 +27,7 @@ from elastic_sps.services.dataplane.declaring import Declarer, Marks
 from elastic_sps.services.dataplane.entry_slot import EntrySlot
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.keyed_slot import KeyedSlot, window_envelope
+from elastic_sps.services.dataplane.occupancy import Occupancy
 from elastic_sps.services.dataplane.sample import LatencySample
 from elastic_sps.services.dataplane.slots import Slot
 
@@ -52,51 +44,6 @@ OKS_FOLD = 256
 def writes_due(stacked: int, since_s: float) -> bool:
     """Whether ``stacked`` writes, the last sent ``since_s`` ago, go out now."""
     return stacked >= WRITES_BATCH or (stacked > 0 and since_s >= WRITES_EVERY_S)
-
-
-def _spin(seconds: float) -> None:
-    """``cpu`` cost: burn the core like a real operator would (sleep would free it)."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
-@dataclass
-class Occupancy:
-    """A replica's clock in ``wait``/``cpu`` mode over one micro-batch, whose events are
-    all there when it starts: each event occupies the replica for max(et, real work).
-    The clock runs ahead of the wall by what the replica owes; it sleeps only when ahead
-    by > 2 ms, and an oversleep shortens the next sleep, so sleep granularity neither
-    loses nor adds capacity."""
-
-    mode: str
-    et_s: float
-    free_at: float = field(default_factory=time.perf_counter)
-
-    def end(self, began: float, ended: float) -> float:
-        """Account for one event whose work ran from ``began`` to ``ended``
-        (perf_counter); returns the time it occupied the replica."""
-        work = ended - began
-        if self.mode == "cpu" and self.et_s > work:
-            _spin(self.et_s - work)
-        occupied = max(self.et_s, work) if self.mode in ("wait", "cpu") else work
-        self.free_at += occupied  # the batch's events are all waiting: no idle gaps
-        if self.mode == "wait":
-            ahead = self.free_at - ended
-            if ahead > 0.002:
-                time.sleep(ahead)
-        return occupied
-
-    def arrive(self, at: float) -> None:
-        """An event that arrived at ``at`` (perf_counter) while the task ran: a replica
-        idle before it owes nothing for the gap."""
-        self.free_at = max(self.free_at, at)
-
-    def settle(self) -> None:
-        """The batch ends when the replica has served its last event's time."""
-        ahead = self.free_at - time.perf_counter()
-        if self.mode == "wait" and ahead > 0:
-            time.sleep(ahead)
 
 
 @dataclass
@@ -250,8 +197,9 @@ class SlotRun:
         """A closed window's outputs; ``None``: a member chained after the window raised,
         and the window's result is dead-lettered (or the guard stops the dataplane)."""
         g = self.g
+        failed: list[MemberFailed] = []
         try:
-            outputs = g.core.fired(result, ctx)
+            outputs = g.core.fired(result, ctx, failed)
         except Exception as exc:  # the user's code: any exception is its failure
             failure = describe(exc)
             with g.guard_lock:
@@ -260,7 +208,9 @@ class SlotRun:
             payload = orjson.dumps(result.payload, default=_b64)
             g.dead_letter(self.slot.replica, msg, failure, result.id, payload)
             return None
-        if g.core.chained:
+        if failed:
+            self._members_failed(failed, msg, g.fired_guard)
+        elif g.core.chained:
             with g.guard_lock:
                 g.fired_guard.ok()
         return outputs
@@ -330,8 +280,9 @@ class SlotRun:
         g = self.g
         if self.keyed is not None:
             self.keyed.started(now)
+        failed: list[MemberFailed] = []
         try:
-            result = g.core.apply(event, ctx, self.keyed.store if self.keyed else None)
+            result = g.core.apply(event, ctx, self.keyed.store if self.keyed else None, failed)
         except Fenced:
             raise
         except (NoKey, Late) as exc:
@@ -345,11 +296,31 @@ class SlotRun:
                 g.guard.failed(failure)  # raises OperatorFailing when it must stop
             self._fate("dead", ev, msg, failure)
             return None
+        if failed:
+            self._members_failed(failed, msg, g.guard)
+            return result
         self.oks += 1
         if self.oks >= OKS_FOLD:
             with g.guard_lock:
                 self._fold()
         return result
+
+    def _members_failed(self, failed: list[MemberFailed], msg: Any, guard: Any) -> None:
+        """Chained members' failures on their own inputs: each dead-lettered with that
+        input's id and payload, as the member unchained would (a key missing is the
+        input's fate; anything else counts against the guard, in place of the event's
+        success)."""
+        for f in failed:
+            failure = describe(f.error)
+            if not isinstance(f.error, NoKey):
+                with self.g.guard_lock:
+                    self._fold()  # the slot's successes before it, in order
+                    guard.failed(failure)  # raises OperatorFailing when it must stop
+            self.res.dead += 1
+            payload = orjson.dumps(f.payload, default=_b64)
+            self.g.dead_letter(self.slot.replica, msg, failure, f.event_id, payload)
+            if self.res.ids is not None:
+                self.res.ids.add(self.g.operator, "dead", f.event_id)
 
     def _fold(self) -> None:
         """The slot's successes into the guard (the caller holds ``guard_lock``)."""

@@ -3,11 +3,13 @@
 ``elastic_sps.model.topology.chained`` decides what chains; here each event entering the
 chain goes through the first member, each of its outputs through the next, and so on;
 the last member's outputs are the chain's, sent on under the names the chained topology
-gives their operators (a member's code names the successors it was written for). A
-member that raises fails the event as a whole (dead-lettered once, with the member named
-in the reason), as an operator would. A keyed member after a keyed head reads and writes
-its own state of the head's key, saved with the head's when the whole chain returns; an
-output whose key is not the head's fails its event (``KeyChanged``).
+gives their operators (a member's code names the successors it was written for). Chaining
+changes no outcome: the head raising fails the event, as it would unchained; a later
+member raising fails only its own input (``MemberFailed``: dead-lettered with its id and
+payload, the member named in the reason) while the event's other outputs go on, as they
+would between operators apart. A keyed member after a keyed head reads and writes its own
+state of the head's key (an input it raises on leaves none of its writes), saved with the
+head's; an input whose key is not the head's fails (``KeyChanged``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from elastic_sps.pipeline.operators import (
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
     Count,
+    KeyState,
     MemberStates,
     event_key,
     open_aggregate,
@@ -38,6 +41,17 @@ from elastic_sps.pipeline.stateful import (
 class KeyChanged(ValueError):
     """A keyed member's event whose key is not its chain head's: it belongs to another
     partition, whose state this replica does not hold."""
+
+
+@dataclass(frozen=True)
+class MemberFailed:
+    """A chained member raised on one of its inputs: that input's fate (the member's
+    input id and payload, what the member unchained would have dead-lettered)."""
+
+    operator: str  # the member
+    event_id: str
+    payload: Any
+    error: Exception  # what it raised, noted with the member's and the chain's names
 
 
 @dataclass
@@ -67,41 +81,68 @@ class ChainedOperator:
         return any(step.keyed is not None for step in self.steps)
 
     def process(self, payload: Any, ctx: Context) -> Output:
-        return [(dst, p) for dst, _, p in self.run(payload, ctx, ctx.event_id)]
+        """As an operator (``check``'s samples): a member's failure raises."""
+        failed: list[MemberFailed] = []
+        out = self.run(payload, ctx, ctx.event_id, failed)
+        if failed:
+            raise failed[0].error
+        return [(dst, p) for dst, _, p in out]
 
     def run(
-        self, payload: Any, ctx: Context, event_id: str, members: MemberStates | None = None
+        self,
+        payload: Any,
+        ctx: Context,
+        event_id: str,
+        failed: list[MemberFailed],
+        members: MemberStates | None = None,
     ) -> list[Emitted]:
         """One event through every member, its outputs numbered from ``event_id`` as
-        unchained (``with_ids`` per member: ``chain: false`` changes no id); ``members``:
-        the keyed members' states of the event's key (the engine's core passes them per
-        event: this object is shared by the replica threads of a task)."""
+        unchained (``with_ids`` per member: ``chain: false`` changes no id); the head
+        raising raises, a later member's failures go to ``failed``; ``members``: the keyed
+        members' states of the event's key (the engine's core passes them per event: this
+        object is shared by the replica threads of a task)."""
         key = ctx.key  # the head's (a keyed head's), for every output it makes
         head = with_ids(event_id, self._call(self.steps[0], payload, ctx), self.steps[0].name)
         if len(self.steps) == 1:
             return self._renamed(head)
-        return [out for _, i, p in head for out in self.after_head(p, ctx, i, key, members)]
+        return [out for _, i, p in head for out in self.after_head(p, ctx, i, failed, key, members)]
 
     def after_head(
         self,
         payload: Any,
         ctx: Context,
         event_id: str,
+        failed: list[MemberFailed],
         key: str = "",
         members: MemberStates | None = None,
     ) -> list[Emitted]:
         """One output of the head (``event_id``: an event's output, or a fired window)
         through the other members: the chain's outputs under their chained names, each
-        member's numbered from its input's id. ``key``: the head's."""
+        member's numbered from its input's id; an input a member raises on goes to
+        ``failed`` and no further. ``key``: the head's."""
         ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
         items: list[Emitted] = [(None, event_id, payload)]
         for step in self.steps[1:]:
-            items = [
-                out
-                for _, i, p in items
-                for out in with_ids(i, self._call(step, p, ctx, key, members, i), step.name)
-            ]
+            state = self._member_state(step, members)
+            outs: list[Emitted] = []
+            for _, i, p in items:
+                before = state.snapshot() if state is not None else None
+                try:
+                    outs.extend(with_ids(i, self._call(step, p, ctx, key, state, i), step.name))
+                except Exception as exc:  # the member's code: its input's failure alone
+                    if state is not None and before is not None:
+                        state.restore(before)
+                    failed.append(MemberFailed(step.name, i, p, exc))
+            items = outs
         return self._renamed(items)
+
+    def _member_state(self, step: ChainStep, members: MemberStates | None) -> KeyState | None:
+        """A keyed member's state of the event's key (None: the member is not keyed)."""
+        if step.keyed is None:
+            return None
+        if members is None:
+            raise RuntimeError(f"chain {self.name!r}: keyed member {step.name!r} got no state")
+        return members.of(step.name)
 
     def _renamed(self, result: list[Emitted]) -> list[Emitted]:
         return [(self.renamed.get(d, d) if d is not None else None, i, p) for d, i, p in result]
@@ -112,22 +153,20 @@ class ChainedOperator:
         payload: Any,
         ctx: Context,
         head_key: str = "",
-        members: MemberStates | None = None,
+        state: KeyState | None = None,
         event_id: str | None = None,
     ) -> Output:
         """``event_id``: a member's input's (what its code sees as ``ctx.event_id``, as
-        unchained); None: the head's, set by the engine."""
-        if step.keyed is not None and members is None:
-            raise RuntimeError(f"chain {self.name!r}: keyed member {step.name!r} got no state")
+        unchained); None: the head's, set by the engine. ``state``: a keyed member's."""
         ctx.operator = step.name  # what the member's code sees is its own name
         head_id = ctx.event_id
         if event_id is not None:
             ctx.event_id = event_id
         try:
             if step.keyed is not None:
-                assert members is not None
+                assert state is not None
                 ctx.key = self._member_key(step.keyed, payload, head_key)
-                ctx.state = members.of(step.name)
+                ctx.state = state
             return normalise(step.runnable.process(payload, ctx), step.name, step.successors)
         except Exception as exc:  # the member's failure: say which member, then re-raise
             exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")
@@ -138,8 +177,8 @@ class ChainedOperator:
                 ctx.key, ctx.state = "", {}
 
     def _member_key(self, member: Operator, payload: Any, head_key: str) -> str:
-        """A keyed member's key for ``payload``: the head's, or the event fails."""
-        key = event_key(member, payload)  # NoKey: the event's fate, as unchained
+        """A keyed member's key for ``payload``: the head's, or its input fails."""
+        key = event_key(member, payload)  # NoKey: the input's fate, as unchained
         if key != head_key:
             raise KeyChanged(
                 f"keyed operator {member.name!r} got key {key!r} in a chain whose head "

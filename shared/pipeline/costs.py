@@ -22,7 +22,7 @@ from typing import Any
 from elastic_sps.io.envelope import Envelope, decode
 from elastic_sps.io.knowledge_base import KnowledgeBase
 from elastic_sps.model.topology import Topology
-from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.chain import MemberFailed, open_runnable
 from elastic_sps.pipeline.engine import Event, OperatorCore
 from elastic_sps.pipeline.failures import describe
 from elastic_sps.pipeline.local_store import MemoryStore
@@ -86,7 +86,10 @@ def _run(
         w0, c0 = time.perf_counter(), time.thread_time()
         try:
             raw = Envelope(event_id, 0.0, "source", payload).encode()
-            out = core.apply(Event(event_id, decode(raw).payload, 0.0), ctx, store)
+            members_failed: list[MemberFailed] = []
+            out = core.apply(Event(event_id, decode(raw).payload, 0.0), ctx, store, members_failed)
+            if members_failed:  # a chained member rejects it: the chain's sample fails
+                raise members_failed[0].error
             for _, out_id, p in out:
                 Envelope(out_id, 0.0, name, p).encode()
         except Exception as exc:  # the sample the operator rejects: not part of its cost

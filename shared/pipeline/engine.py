@@ -13,7 +13,9 @@ are. Its promises:
 * a keyed or window partition applies an event once: an id it applied (from the same
   sender) is skipped, at whatever offset the repeat arrives (retry, zombie, a replay);
 * an operator that raises leaves no state write behind (its ``ctx.state`` changes are
-  saved only when it returns; a window's accumulators all or none);
+  saved only when it returns; a window's accumulators all or none); in a chain, a member
+  after the head that raises fails only its own input (``chain.MemberFailed``), as it
+  would unchained;
 * windows fire when the partition's watermark, combined from its inputs' declarations
   (``elastic_sps.io.watermarks``), reaches their end plus lateness, at that declaration's
   place in the partition's log: a retry reading the same log fires the same windows with
@@ -29,7 +31,7 @@ from typing import Any
 from elastic_sps.io.watermarks import Declaration, Valve
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import Topology
-from elastic_sps.pipeline.chain import ChainedOperator
+from elastic_sps.pipeline.chain import ChainedOperator, MemberFailed
 from elastic_sps.pipeline.operators import Context, Emitted, Runnable, normalise, with_ids
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
@@ -104,9 +106,12 @@ class OperatorCore:
         """An event this partition already applied (it arrived again)."""
         return store is not None and self.stateful and store.applied(ev.once_key)
 
-    def apply(self, ev: Event, ctx: Context, store: Store | None) -> list[Emitted]:
+    def apply(
+        self, ev: Event, ctx: Context, store: Store | None, failed: list[MemberFailed]
+    ) -> list[Emitted]:
         """The operator on one event. Raises ``Late`` or ``NoKey`` (the event's fate) or
-        whatever the user's code raised, with nothing written."""
+        whatever the user's code raised, with nothing written; a chained member's failure
+        on one of its inputs goes to ``failed`` (the caller dead-letters it)."""
         ctx.event_id = ev.id
         if self.window is not None:
             assert store is not None
@@ -118,21 +123,23 @@ class OperatorCore:
         base = ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}"
         if self.op.key:
             assert store is not None
-            return self._apply_keyed(ev, ctx, store, base)
-        return self._run(ev.payload, ctx, base)
+            return self._apply_keyed(ev, ctx, store, base, failed)
+        return self._run(ev.payload, ctx, base, failed)
 
-    def _apply_keyed(self, ev: Event, ctx: Context, store: Store, base: str) -> list[Emitted]:
+    def _apply_keyed(
+        self, ev: Event, ctx: Context, store: Store, base: str, failed: list[MemberFailed]
+    ) -> list[Emitted]:
         """A keyed operator (or a chain it heads) on one event: its key's state, and a
-        keyed chain's members' states of that key, saved only when every member returned."""
+        keyed chain's members' states of that key, saved once the head returned."""
         key = ctx.key = event_key(self.op, ev.payload) if ev.key is None else ev.key
         state = KeyState(store, key_group(key, self.op.key_groups), key)
         ctx.state = state
         if self.keyed_chain:
             members = MemberStates(store, state.group, key)
-            result = self._run(ev.payload, ctx, base, members)
+            result = self._run(ev.payload, ctx, base, failed, members)
             members.save()
         else:
-            result = self._run(ev.payload, ctx, base)
+            result = self._run(ev.payload, ctx, base, failed)
         state.save()
         store.mark_applied(ev.once_key)
         if self.op.state_ttl_s is not None and len(state):  # the key: ctx.key is the tail's
@@ -140,12 +147,17 @@ class OperatorCore:
         return result
 
     def _run(
-        self, payload: Any, ctx: Context, base: str, members: MemberStates | None = None
+        self,
+        payload: Any,
+        ctx: Context,
+        base: str,
+        failed: list[MemberFailed],
+        members: MemberStates | None = None,
     ) -> list[Emitted]:
         """The operator's outputs with their ids, checked (a chain checked and numbered
         each member's, then gave them their chained names: not again)."""
         if isinstance(self.impl, ChainedOperator):
-            return self.impl.run(payload, ctx, base, members)
+            return self.impl.run(payload, ctx, base, failed, members)
         result = normalise(self.impl.process(payload, ctx), self.name, self.successors)
         return with_ids(base, result, self.name)
 
@@ -162,14 +174,16 @@ class OperatorCore:
             return self.window.fire(store, valve.current)
         return []
 
-    def fired(self, result: WindowResult, ctx: Context) -> list[Emitted]:
+    def fired(
+        self, result: WindowResult, ctx: Context, failed: list[MemberFailed]
+    ) -> list[Emitted]:
         """A closed window's outputs: its result, or what the members chained after the
-        window make of it (their ids from the window's, ``<key>@<start>``). Raises what a
-        member raised."""
+        window make of it (their ids from the window's, ``<key>@<start>``); a member's
+        failure on one of its inputs goes to ``failed``."""
         if not isinstance(self.impl, ChainedOperator) or len(self.impl.steps) == 1:
             return [(None, result.id, result.payload)]
         ctx.event_id = result.id
-        return self.impl.after_head(result.payload, ctx, result.id)
+        return self.impl.after_head(result.payload, ctx, result.id, failed)
 
     @staticmethod
     def _keep_until(store: Any, group: int, key: str, until: float) -> None:

@@ -27,7 +27,7 @@ from elastic_sps.io.watermarks import Declaration, Valve
 from elastic_sps.model import topology as topology_model
 from elastic_sps.model.records import BadRecord
 from elastic_sps.model.topology import Topology
-from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.chain import MemberFailed, open_runnable
 from elastic_sps.pipeline.engine import Emitted, Event, OperatorCore
 from elastic_sps.pipeline.failures import OperatorFailing, describe
 from elastic_sps.pipeline.local_store import MemoryStore
@@ -175,7 +175,10 @@ class _Runner:
                 self.result.expired_state[name] = self.result.expired_state.get(name, 0) + gone
         for res in fired:
             window = Event(res.id, res.payload, res.event_time, name)
-            self._route(name, core.fired(res, self.ctx[name]), window, None)
+            failed: list[MemberFailed] = []
+            out = core.fired(res, self.ctx[name], failed)
+            self._failed(name, failed)
+            self._route(name, out, window, None)
             self._drain()
         mine = core.declaration(0, valve, self.stores[name])
         if mine != self.declared.get(name):
@@ -205,25 +208,35 @@ class _Runner:
         if core.repeat(ev, store):
             self.result.repeats[name] = self.result.repeats.get(name, 0) + 1
             return
+        failed: list[MemberFailed] = []
         try:
-            out = core.apply(ev, ctx, store)
+            out = core.apply(ev, ctx, store, failed)
             if ctx.writes is not None and len(ctx.writes):
                 ctx.writes.execute()
         except Late:
             self.result.late.append((name, ev.id))
             return
         except Exception as exc:  # the user's code (or its return value) raised
-            failure = describe(exc)
-            if core.op.on_error == "fail":
-                raise OperatorFailing(
-                    f"operator {name!r} raised {failure.reason} (on_error: fail)"
-                ) from exc
-            letter = DeadLetter(name, ev.id, failure.reason, ev.payload, failure.frames)
-            self.result.dead_letters.append(letter)
+            self._dead_letter(name, ev.id, ev.payload, exc)
             return
+        self._failed(name, failed)
         if self.chains.get(name) == name:  # a keyed chain's head: its key goes along
             head_key = ctx.key
         self._route(name, out, ev, head_key)
+
+    def _failed(self, name: str, failed: list[MemberFailed]) -> None:
+        """A chain's members' failures, each its own input's dead letter."""
+        for f in failed:
+            self._dead_letter(name, f.event_id, f.payload, f.error)
+
+    def _dead_letter(self, name: str, event_id: str, payload: Any, exc: Exception) -> None:
+        failure = describe(exc)
+        if self.topo[name].on_error == "fail":
+            raise OperatorFailing(
+                f"operator {name!r} raised {failure.reason} (on_error: fail)"
+            ) from exc
+        letter = DeadLetter(name, event_id, failure.reason, payload, failure.frames)
+        self.result.dead_letters.append(letter)
 
     def _route(self, name: str, out: list[Emitted], ev: Event, head_key: str | None) -> None:
         successors = self.cores[name].successors

@@ -64,6 +64,14 @@ class KeyState(MutableMapping[str, Any]):
         )
         self._changed = False
 
+    def snapshot(self) -> tuple[bytes, bool]:
+        """What ``restore`` puts back: a chained member's input that raises leaves no
+        write behind, its earlier inputs' writes stay."""
+        return orjson.dumps(self._data), self._changed
+
+    def restore(self, snapshot: tuple[bytes, bool]) -> None:
+        self._data, self._changed = orjson.loads(snapshot[0]), snapshot[1]
+
     def save(self) -> None:
         if not self._changed:
             return

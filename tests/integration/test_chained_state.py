@@ -1,9 +1,9 @@
 """Chains that hold state, through the real per-event steps on a real redis-server and
 broker: a keyed operator chained into one keyed alike keeps its own state of the head's
 key, committed with the head's and the offset, each event's effects once, and an output
-whose key is not the head's dead-lettered with the reason; a window heading a chain
-sends each fired window through the members after it, and a member that raises on one
-dead-letters that window's result."""
+whose key is not the head's dead-lettered alone with the reason (the head's effect
+stays); a window heading a chain sends each fired window through the members after it,
+and a member that raises on one dead-letters that window's result."""
 
 from __future__ import annotations
 
@@ -101,16 +101,17 @@ def test_a_keyed_member_keeps_its_state_of_the_heads_key_once_per_event(
     store = PartitionStore(g.r, g.keys, "sum..tally", 0)
     group = key_group("a", g.op.key_groups)
     assert store.committed == 5
-    assert store.get("s", group, "a") == {"sum": 10}
-    assert store.get("s:tally", group, "a") == {"n": 3, "last": 10}
+    assert store.get("s", group, "a") == {"sum": 14}  # e3's 13 stays: tally failed alone
+    assert store.get("s:tally", group, "a") == {"n": 3, "last": 14}
     topics = read_topics(kafka_bootstrap, [out, g.o.deadletter_topic], quiet_s=1.0)
     assert [(r["id"], r["value"]["n"], r["value"]["last"]) for r in topics[out]] == [
         ("e1", 1, 5),
         ("e2", 2, 9),
-        ("e4", 3, 10),
+        ("e4", 3, 14),
     ]
-    (letter,) = topics[g.o.deadletter_topic]
+    (letter,) = topics[g.o.deadletter_topic]  # tally's input: relabel's output of e3
     assert letter["event_id"] == "e3" and letter["error_type"] == "KeyChanged"
+    assert '"key":"a\'"' in letter["payload"] and '"sum":13' in letter["payload"]
     assert "set `chain: false` on 'tally'" in letter["reason"]
 
 

@@ -173,7 +173,7 @@ def test_a_keys_state_expires_in_redis_after_its_ttl(redis_client):
     store = PartitionStore(redis_client, keys, "t", 0)
     valve = core.valve(store)
     for i, (k, t) in enumerate((("alice", 0.0), ("bob", 20.0))):
-        core.apply(Event(f"e{i}", {"k": k, "v": 1, "sent": 0}, t), Context("t"), store)
+        core.apply(Event(f"e{i}", {"k": k, "v": 1, "sent": 0}, t), Context("t"), store, [])
     core.declare(valve, Declaration("source", 0, 1, 35.0), store)
     assert core.expire(valve, store) == 1
     assert store.commit(2, owner=0)
@@ -197,12 +197,12 @@ def test_a_repeat_and_a_raise_leave_redis_state_as_once_and_untouched(redis_clie
     core = OperatorCore(topo, "b", open_runnable(topo, "b", Context("b")))
     keys = Keys("once1")
     first = PartitionStore(redis_client, keys, "b", 0)
-    core.apply(Event("e1", {"k": "x", "v": 10}, 1.0), Context("b"), first)
+    core.apply(Event("e1", {"k": "x", "v": 10}, 1.0), Context("b"), first, [])
     assert first.commit(1, owner=0)
     again = PartitionStore(redis_client, keys, "b", 0)
     assert core.repeat(Event("e1", {"k": "x", "v": 10}, 1.0), again)
     with pytest.raises(ValueError, match="too large"):
-        core.apply(Event("e2", {"k": "x", "v": 99}, 2.0), Context("b"), again)
+        core.apply(Event("e2", {"k": "x", "v": 99}, 2.0), Context("b"), again, [])
     assert again.commit(3, owner=0)
     after = PartitionStore(redis_client, keys, "b", 0)
     assert dict(KeyState(after, key_group("x", 128), "x")) == {"total": 10, "seen": [10]}

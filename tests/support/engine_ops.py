@@ -74,3 +74,13 @@ def count_seen(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
     event lost, shows as a gap or a number twice."""
     ctx.state["n"] = ctx.state.get("n", 0) + 1
     return [(None, {"key": ctx.key, "n": ctx.state["n"]})]
+
+
+def tally_halves(ev: dict[str, Any], ctx: Any) -> list[tuple[str | None, Any]]:
+    """A keyed step noting each half it saw; it writes, then refuses a second half of a
+    sum above 10."""
+    ctx.state["n"] = ctx.state.get("n", 0) + 1
+    ctx.state.setdefault("seen", []).append(ev["half"])
+    if ev["half"] == 2 and ev["sum"] > 10:
+        raise ValueError(f"half 2 of sum {ev['sum']}")
+    return [(None, {"key": ctx.key, "n": ctx.state["n"], "seen": list(ctx.state["seen"])})]

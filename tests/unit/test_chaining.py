@@ -10,7 +10,8 @@ import pytest
 
 from elastic_sps.model import topology
 from elastic_sps.model.topology import Edge, TopologyError, chained, from_dict
-from elastic_sps.pipeline.chain import ChainedOperator, open_runnable
+from elastic_sps.pipeline.chain import ChainedOperator, MemberFailed, open_runnable
+from elastic_sps.pipeline.engine import Event, OperatorCore
 from elastic_sps.pipeline.failures import describe
 from elastic_sps.pipeline.operators import Context
 
@@ -205,7 +206,6 @@ def test_ids_stay_unique_down_two_fan_outs_and_chaining_changes_none():
     """``split`` makes "ab" (s1) and "cd" (s1/split.1); ``letters`` makes a letter of
     each, the first keeping its input's id: with a bare ``/k`` "b" and "c" would both be
     s1/1, and a stateful stage after them would drop one as a repeat."""
-    from elastic_sps.pipeline.engine import Event, OperatorCore
 
     expected = [
         ("s1", "a<s1"),
@@ -217,30 +217,38 @@ def test_ids_stay_unique_down_two_fan_outs_and_chaining_changes_none():
     assert t.names == ("split..letters", "sink")
     ctx = Context("split..letters")
     core = OperatorCore(t, "split..letters", open_runnable(t, "split..letters", ctx))
-    out = core.apply(Event("s1", "ab cd", 1.0), ctx, None)
+    out = core.apply(Event("s1", "ab cd", 1.0), ctx, None, [])
     assert [(i, p) for _, i, p in out] == expected
     assert ctx.event_id == "s1"  # the members' own ids were theirs only
     declared = t.declared  # unchained: each operator's core on what the one before made
     cores = {n: OperatorCore(declared, n, open_runnable(declared, n, Context(n))) for n in
              ("split", "letters")}  # fmt: skip
-    words = cores["split"].apply(Event("s1", "ab cd", 1.0), Context("split"), None)
+    words = cores["split"].apply(Event("s1", "ab cd", 1.0), Context("split"), None, [])
     out = [
         o
         for _, i, w in words
-        for o in cores["letters"].apply(Event(i, w, 1.0, "split"), Context("letters"), None)
+        for o in cores["letters"].apply(Event(i, w, 1.0, "split"), Context("letters"), None, [])
     ]
     assert [(i, p) for _, i, p in out] == expected
 
 
-def test_a_member_that_raises_fails_the_event_with_the_member_named():
+def test_a_member_that_raises_fails_its_own_input_alone_with_the_member_named():
+    """split makes "big", "boom", "fox"; keep raises on "boom": that word fails alone,
+    under its own id, as keep unchained would dead-letter it; "big" and "fox" go on."""
     t = run_time_topology()
     ctx = Context("split..route")
-    chain = open_runnable(t, "split..route", ctx)
-    with pytest.raises(ValueError) as err:
-        chain.process("big boom", ctx)
-    assert (
-        describe(err.value).reason == "ValueError: no booms (in 'keep', chained in 'split..route')"
-    )
+    core = OperatorCore(t, "split..route", open_runnable(t, "split..route", ctx))
+    failed: list[MemberFailed] = []
+    out = core.apply(Event("s1", "big boom fox", 1.0), ctx, None, failed)
+    assert [(i, p) for _, i, p in out] == [
+        ("s1", "KEEP:BIG"),
+        ("s1/split.2", "KEEP:FOX"),
+    ]
+    assert [(f.operator, f.event_id, f.payload) for f in failed] == [("keep", "s1/split.1", "boom")]
+    reason = describe(failed[0].error).reason
+    assert reason == "ValueError: no booms (in 'keep', chained in 'split..route')"
+    with pytest.raises(ValueError, match="no booms"):  # as an operator: it raises
+        open_runnable(t, "split..route", ctx).process("big boom", ctx)
 
 
 def test_outputs_to_a_successor_that_was_chained_carry_its_chained_name():

@@ -68,7 +68,7 @@ class Partition:
         if self.core.repeat(ev, self.store):
             return
         try:
-            self.out += [(i, p) for _, i, p in self.core.apply(ev, self.ctx, self.store)]
+            self.out += [(i, p) for _, i, p in self.core.apply(ev, self.ctx, self.store, [])]
         except Late:
             self.late.append(event_id)
 
@@ -234,7 +234,7 @@ def test_a_window_partition_declares_below_a_window_kept_open_for_lateness():
     core = OperatorCore(topo, "w", open_runnable(topo, "w", Context("w")))
     store = MemoryStore()
     valve = core.valve(store)
-    core.apply(Event("a", {"k": "x"}, 3.0, "up"), Context("w"), store)
+    core.apply(Event("a", {"k": "x"}, 3.0, "up"), Context("w"), store, [])
     assert core.declare(valve, Declaration("up", 0, 1, 12.0), store) == []
     assert core.declaration(0, valve, store).wm == pytest.approx(6.999)
 

@@ -13,7 +13,7 @@ import pytest
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import from_dict
-from elastic_sps.pipeline.chain import KeyChanged, open_runnable
+from elastic_sps.pipeline.chain import MemberFailed, open_runnable
 from elastic_sps.pipeline.engine import Event, OperatorCore
 from elastic_sps.pipeline.local_store import MemoryStore
 from elastic_sps.pipeline.operators import Context
@@ -43,14 +43,17 @@ def opened(document: dict, name: str) -> tuple[OperatorCore, MemoryStore, Contex
 
 
 def sender(core: OperatorCore, store: MemoryStore, ctx: Context, shape: Callable) -> Callable:
-    """``send(id, value)``: one event of key ``a`` in, each output ``shape``d out, or
+    """``send(id, value)``: one event of key ``a`` in, each output ``shape``d out, then
+    ``("failed", member, input id)`` for each member input that raised, or
     ``["repeat"]`` for an id the partition applied already."""
 
     def send(event_id: str, value: int) -> list:
         ev = Event(event_id, {"key": "a", "value": value}, 1.0)
         if core.repeat(ev, store):
             return ["repeat"]
-        return [shape(*out) for out in core.apply(ev, ctx, store)]
+        failed: list[MemberFailed] = []
+        out = [shape(*o) for o in core.apply(ev, ctx, store, failed)]
+        return out + [("failed", f.operator, f.event_id) for f in failed]
 
     return send
 
@@ -97,7 +100,7 @@ def test_a_fired_window_goes_through_the_members_after_it():
     core, store, ctx = opened(window_then_filter(), "win..busy")
     valve = core.valve(store)
     for i, (k, evt) in enumerate([("a", 1), ("a", 2), ("b", 3), ("c", 4), *[("d", 5)] * 6]):
-        assert core.apply(Event(f"e{i}", {"k": k}, evt, "pre"), ctx, store) == []
+        assert core.apply(Event(f"e{i}", {"k": k}, evt, "pre"), ctx, store, []) == []
     fired = core.declare(valve, Declaration("pre", 0, 4, 10.0), store)
     assert [r.id for r in fired] == []  # three of pre's four partitions have said nothing
     for part in (1, 2, 3):
@@ -105,13 +108,15 @@ def test_a_fired_window_goes_through_the_members_after_it():
     assert sorted(r.id for r in fired) == ["a@0", "b@0", "c@0", "d@0"]
     by_id = {r.id: r for r in fired}
     # a counts 2: two outputs, ids from the window's; b and c count 1: dropped
-    assert core.fired(by_id["a@0"], ctx) == [
+    assert core.fired(by_id["a@0"], ctx, []) == [
         (None, "a@0", {"key": "a", "n": 2, "half": 1}),
         (None, "a@0/busy.1", {"key": "a", "n": 2, "half": 2}),
     ]
-    assert core.fired(by_id["b@0"], ctx) == []
-    with pytest.raises(ValueError, match=r"window d@0\.0 counts 6"):
-        core.fired(by_id["d@0"], ctx)
+    assert core.fired(by_id["b@0"], ctx, []) == []
+    failed: list[MemberFailed] = []  # d counts 6: busy raises on it, d@0 alone fails
+    assert core.fired(by_id["d@0"], ctx, failed) == []
+    assert [(f.operator, f.event_id) for f in failed] == [("busy", "d@0")]
+    assert "window d@0.0 counts 6" in str(failed[0].error)
 
 
 def test_chain_false_on_a_keyed_head_keeps_it_apart():
@@ -125,8 +130,8 @@ def test_a_keyed_heads_state_ttl_expires_its_own_keys_in_a_chain():
     70 passes a's 61, not b's 110: a's state goes, b's stays."""
     core, store, ctx = opened(keyed_sum_then_check(), "sum..check")
     valve = core.valve(store)
-    core.apply(Event("e1", {"key": "a", "value": 1}, 1.0), ctx, store)
-    core.apply(Event("e2", {"key": "b", "value": 2}, 50.0), ctx, store)
+    core.apply(Event("e1", {"key": "a", "value": 1}, 1.0), ctx, store, [])
+    core.apply(Event("e2", {"key": "b", "value": 2}, 50.0), ctx, store, [])
     core.declare(valve, Declaration("source", 0, 1, 70.0), store)
     assert core.expire(valve, store) == 1
     assert store.state() == {"b": {"sum": 2}}
@@ -139,10 +144,10 @@ def test_the_chain_applies_the_heads_state_once_and_its_tail_sees_none():
     assert send("e1", 30) == [(None, "e1", 30, ["", {}])]
     assert send("e2", 40) == [(None, "e2", 70, ["", {}])]
     assert send("e2", 40) == ["repeat"]  # the same id again: applied once
-    with pytest.raises(ValueError, match="sum 120 is above 100"):
-        send("e3", 50)  # the tail refuses it: the head's write goes with it
-    assert store.state() == {"a": {"sum": 70}}
-    assert send("e4", 5) == [(None, "e4", 75, ["", {}])]
+    # the tail refuses 120: that input alone fails, the head's write stays (as unchained)
+    assert send("e3", 50) == [("failed", "check", "e3")]
+    assert store.state() == {"a": {"sum": 120}}
+    assert send("e3", 50) == ["repeat"]  # applied once: not failed twice either
 
 
 def keyed_into_keyed(**tally_extra: object) -> dict:
@@ -171,18 +176,32 @@ def test_a_keyed_member_keeps_its_own_state_of_the_heads_key_applied_once():
     assert send("e1", 5) == [{"key": "a", "n": 1, "last": 5}]
     assert send("e2", 4) == [{"key": "a", "n": 2, "last": 9}]
     assert send("e2", 4) == ["repeat"]  # the chain's effects once: the head's and tally's
-    # relabel moves a sum of 13 to key "a'": not this partition's, the event fails whole
-    with pytest.raises(KeyChanged, match='got key "a\'" in a chain whose head'):
-        send("e3", 4)
-    assert store.state() == {"a": {"sum": 9}}  # the head's write went with it
+    # relabel moves a sum of 13 to key "a'": not this partition's, tally's input fails
+    assert send("e3", 4) == [("failed", "tally", "e3")]
+    assert store.state() == {"a": {"sum": 13}}  # the head's write stays
     assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 9}
-    assert send("e4", 1) == [{"key": "a", "n": 3, "last": 10}]
+    assert send("e4", 1) == [{"key": "a", "n": 3, "last": 14}]
+
+
+def test_a_keyed_member_that_raises_on_one_input_keeps_its_other_inputs_writes():
+    """sum_twice makes halves 1 and 2 of each sum; tally_halves writes, then refuses half
+    2 of a sum above 10: e2's half 2 (sum 15) fails alone, its writes undone."""
+    doc_ = keyed_into_keyed()
+    doc_["operators"][0]["code"] = f"{OPS}:sum_twice"
+    doc_["operators"][2]["code"] = f"{OPS}:tally_halves"
+    core, store, ctx = opened(doc_, "sum..tally")
+    send = sender(core, store, ctx, lambda dst, oid, p: (oid, p["n"], p["seen"]))
+
+    assert send("e1", 5) == [("e1", 1, [1]), ("e1/sum.1", 2, [1, 2])]
+    assert send("e2", 10) == [("e2", 3, [1, 2, 1]), ("failed", "tally", "e2/sum.1")]
+    assert store.get("s:tally", key_group("a", 128), "a") == {"n": 3, "seen": [1, 2, 1]}
+    assert store.state() == {"a": {"sum": 15}}
 
 
 def test_every_output_of_a_keyed_head_reaches_its_keyed_member_under_the_heads_key():
     doc_ = keyed_into_keyed()
     doc_["operators"][0]["code"] = f"{OPS}:sum_twice"  # two outputs an event
     core, store, ctx = opened(doc_, "sum..tally")
-    out = core.apply(Event("e1", {"key": "a", "value": 3}, 1.0), ctx, store)
+    out = core.apply(Event("e1", {"key": "a", "value": 3}, 1.0), ctx, store, [])
     assert [(i, p["n"]) for _, i, p in out] == [("e1", 1), ("e1/sum.1", 2)]
     assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 3}

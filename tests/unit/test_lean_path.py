@@ -75,17 +75,17 @@ def test_the_engine_applies_the_key_the_event_carries() -> None:
     assert key_or_none(TOPO["total"], {"value": 1}) is None
     assert key_or_none(TOPO["total"], {"key": "a", "value": 1}) == "a"
     with pytest.raises(NoKey):
-        core.apply(Event("e0", {"key": None, "value": 4}, 1.0), ctx, store)
-    out = core.apply(Event("e1", {"key": "a", "value": 4}, 1.0, key="a"), ctx, store)
+        core.apply(Event("e0", {"key": None, "value": 4}, 1.0), ctx, store, [])
+    out = core.apply(Event("e1", {"key": "a", "value": 4}, 1.0, key="a"), ctx, store, [])
     assert out == [(None, "e1", {"key": "a", "sum": 4})]
-    out = core.apply(Event("e2", {"key": "a", "value": 3}, 2.0), ctx, store)
+    out = core.apply(Event("e2", {"key": "a", "value": 3}, 2.0), ctx, store, [])
     assert out == [(None, "e2", {"key": "a", "sum": 7})]  # extracted here: the same key
 
 
 def test_a_window_event_goes_to_its_carried_keys_window() -> None:
     core, store, ctx = _core("win"), MemoryStore(), Context("win")
-    core.apply(Event("e1", {"x": 1}, 3.0, key="b"), ctx, store)
-    core.apply(Event("e2", {"k": "b"}, 4.0), ctx, store)
+    core.apply(Event("e1", {"x": 1}, 3.0, key="b"), ctx, store, [])
+    core.apply(Event("e2", {"k": "b"}, 4.0), ctx, store, [])
     values = store._values.items()
     assert [(f, v) for (kind, _, f), v in values if kind == "w"] == [('["b",0]', 2)]
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from elastic_sps.services.dataplane.occupancy import Occupancy
 from elastic_sps.services.dataplane.slots import (
     Slot,
     max_events_per_slot,
@@ -14,7 +15,7 @@ from elastic_sps.services.dataplane.slots import (
     planned_occupancy,
     serve_seconds,
 )
-from elastic_sps.services.dataplane.steps import Occupancy, writes_due
+from elastic_sps.services.dataplane.steps import writes_due
 
 pytestmark = pytest.mark.unit
 
