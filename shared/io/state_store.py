@@ -8,14 +8,15 @@ replay before it may process; with the state already shared, a move costs a task
 boundary, not a restore.
 
 A task serves a partition through a ``PartitionStore``. It opens at the partition's
-committed offset and epoch (bumped by every commit); every read checks both in the same
-script, so an attempt that another overtook (a retry, a zombie) reads nothing newer than
-what it opened at and stops (``Fenced``) rather than compute other values. Writes are
-buffered; at the end of the task one script applies every write, the offset, the ids of
-the events applied (a repeat from upstream arrives at a new offset: it is known by its
-id, remembered ``APPLIED_KEEP_S``) and the watermarks, max-merged, if the offset and epoch
-are still the ones the task opened at. So each event's effect on state is applied once:
-state, offset and ids move together or not at all.
+committed offset and epoch (bumped by every commit), read in one snapshot with the
+partition's watermarks; every later read (state, applied ids, the open windows) checks
+both in the same script, so an attempt that another overtook (a retry, a zombie) reads
+nothing newer than what it opened at and stops (``Fenced``) rather than compute other
+values. Writes are buffered; at the end of the task one script applies every write, the
+offset, the ids of the events applied (a repeat from upstream arrives at a new offset:
+it is known by its id, remembered ``APPLIED_KEEP_S``) and the watermarks, max-merged,
+if the offset and epoch are still the ones the task opened at. So each event's effect
+on state is applied once: state, offset and ids move together or not at all.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ while i <= #ARGV do
   i = last + 1
 end
 return out
+"""
+
+# KEYS: committed, epochs, the window-ends index; ARGV: partition, offset, epoch. The
+# index's members and scores, or -1: fenced.
+_INDEX = """
+if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return -1 end
+if (redis.call('HGET', KEYS[2], ARGV[1]) or '0') ~= ARGV[3] then return -1 end
+return redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
 """
 
 # ARGV: partition, offset, epoch, next offset, now, forget-before, then blocks: S HSET
@@ -189,7 +198,8 @@ class PartitionStore:
 
     def __init__(self, redis: Any, keys: Keys, operator: str, partition: int) -> None:
         self.r, self.keys, self.op, self.partition = redis, keys, operator, partition
-        pipe = redis.pipeline(transaction=False)
+        # one snapshot (MULTI): the marks are those of the offset and epoch opened at
+        pipe = redis.pipeline(transaction=True)
         pipe.hget(keys.committed(operator), str(partition))
         pipe.hget(keys.epochs(operator), str(partition))
         pipe.hgetall(keys.watermarks(operator, partition))
@@ -212,6 +222,7 @@ class PartitionStore:
         self._seen: dict[str, bool] = {}  # event id -> applied (before or in this task)
         self._applied_now: list[str] = []
         self._read = redis.register_script(_READ)
+        self._read_index = redis.register_script(_INDEX)
         self._commit = redis.register_script(_COMMIT)
 
     # -- reads, fenced ----------------------------------------------------------------------
@@ -224,6 +235,10 @@ class PartitionStore:
             return self.keys.state(self.op, group)
         return self.keys.member_state(self.op, kind[len("s:") :], group)
 
+    def _opened_at(self) -> list[Any]:
+        """What every fenced read checks: the partition, its offset and epoch at open."""
+        return [self.partition, "" if self.committed is None else self.committed, self.epoch]
+
     def _fetch(self, values: list[tuple[str, int, str]], ids: list[str]) -> None:
         a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
         by_hash: dict[str, list[tuple[str, int, str]]] = {}
@@ -233,10 +248,9 @@ class PartitionStore:
             a.block("H", name, [field for _, _, field in wanted])
         if ids:
             a.block("Z", self.keys.applied(self.op, self.partition), ids)
-        head = [self.partition, "" if self.committed is None else self.committed, self.epoch]
-        found = self._read(keys=a.keys, args=head + a.args)
+        found = self._read(keys=a.keys, args=self._opened_at() + a.args)
         if found == -1:
-            raise Fenced(f"{self.op}[{self.partition}] was committed by another attempt")
+            self._fenced()
         ordered = [k for wanted in by_hash.values() for k in wanted]
         for k, raw in zip(ordered, found[: len(ordered)], strict=True):
             self._values[k] = MISSING if raw is None else orjson.loads(raw)
@@ -282,12 +296,19 @@ class PartitionStore:
         if end is not None and self._by_end is not None:
             self._by_end.push(end, group, field)
 
+    def _fenced(self) -> None:
+        raise Fenced(f"{self.op}[{self.partition}] was committed by another attempt")
+
     def _open(self) -> dict[tuple[int, str], float]:
-        """The committed open windows by end, read once a task."""
+        """The committed open windows by end, read once a task, fenced as every read."""
         if self._index is None:
+            a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
+            a.ref(self.keys.window_ends(self.op, self.partition))
+            found = self._read_index(keys=a.keys, args=self._opened_at())
+            if found == -1:
+                self._fenced()
             self._index = {}
-            key = self.keys.window_ends(self.op, self.partition)
-            for member, end in self.r.zrange(key, 0, -1, withscores=True):
+            for member, end in zip(found[::2], found[1::2], strict=True):
                 group, field = orjson.loads(member)
                 self._index[(int(group), str(field))] = float(end)
         return self._index
