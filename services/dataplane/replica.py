@@ -103,6 +103,7 @@ class Replica:
             self.adopt_released()
             for run in self.runs.values():
                 run.tick()
+            self.g.producer.send()  # the chunk's outputs, staged by its slots
             now = time.monotonic()
             if epoch.due(now):
                 checkpoint(self.g, list(self.runs.values()))
@@ -200,7 +201,9 @@ def serve_replica(
     replica.serve_planned(slots, records)
     if feed is not None and epoch is not None:
         replica.serve_feed(feed, epoch)
-    return replica.finish()
+    results = replica.finish()
+    g.producer.send()
+    return results
 
 
 def checkpoint(g: GroupRun, runs: list[SlotRun]) -> None:

@@ -358,11 +358,12 @@ class SlotRun:
 
     def _emit(self, ev: Envelope, outputs: list[Emitted], key: Any) -> None:
         """``ev``'s outputs, each with its own id: to the operator's output topic, if it
-        has one, and to the successors' replicas."""
+        has one, and to the successors' replicas (staged: the replica sends them after
+        its chunk, and anything produced or flushed after them follows them)."""
         g, res = self.g, self.res
         if g.op.output:  # its own topic, beside its successors if it has any
             for _, out_id, payload in outputs:
-                g.producer.produce(g.op.output, output_record(out_id, payload), None, key)
+                g.producer.stage(g.op.output, output_record(out_id, payload), None, key)
         if not g.successors:
             return
         routers = self.routers
@@ -371,7 +372,7 @@ class SlotRun:
             body = Envelope(out_id, ev.ts, g.operator, payload, evt=ev.evt).encode()
             for s in [dst] if dst is not None else g.successors:
                 partition = routers.choose(s, payload)
-                g.producer.produce(g.successor_topics[s], body, partition=partition, key=key)
+                g.producer.stage(g.successor_topics[s], body, partition=partition, key=key)
                 res.emitted += 1
                 res.emitted_to[s] = res.emitted_to.get(s, 0.0) + 1
                 if res.ids is not None:

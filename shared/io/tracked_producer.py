@@ -12,6 +12,7 @@ of partition ends: Tansu's ListOffsets is wrong for multi-record batches.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from confluent_kafka import Producer
@@ -26,6 +27,8 @@ for i = 1, #ARGV, 2 do
 end
 return 1
 """
+
+STAGE_MAX = 500  # records staged before they go to the client in one call
 
 
 class TrackedProducer:
@@ -47,6 +50,14 @@ class TrackedProducer:
         self._last: dict[tuple[str, int], dict[Any, Any]] = {}
         self.failed = 0
         self._raise = redis.register_script(_RAISE)
+        # records staged for one ``produce_batch`` call per topic and partition (a
+        # librdkafka enqueue and broker-thread wakeup per record cost about twice the
+        # CPU; a record's own partition is not honoured in a batch); one lock, so any
+        # record produced or flushed after a staged one is enqueued after it
+        self._staged: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
+        self._count = 0
+        self._lock = threading.Lock()
+        self._room = int(conf.get("queue.buffering.max.messages", 100_000))
 
     def _report(self, err: Any, msg: Any) -> None:
         if err is not None:
@@ -57,10 +68,54 @@ class TrackedProducer:
         if end > self._ends.get(key, 0):
             self._ends[key] = end
 
+    def stage(
+        self, topic: str, value: bytes, partition: int | None, key: bytes | None = None
+    ) -> None:
+        """``produce``, enqueued with the others staged at the next ``send``, ``produce``
+        or ``flush`` (or once ``STAGE_MAX`` wait): a partition's records in the order
+        staged (those staged by key, ``partition`` None, in order among themselves)."""
+        msg: dict[str, Any] = {"value": value, "key": key}
+        with self._lock:
+            self._staged.setdefault((topic, partition), []).append(msg)
+            self._count += 1
+            if self._count >= STAGE_MAX:
+                self._send()
+
+    def send(self) -> None:
+        """What is staged, to the client (delivered in the background, as ``produce``)."""
+        if self._count:
+            with self._lock:
+                self._send()
+
+    def _send(self) -> None:
+        """The staged records, a call per topic and partition (the caller holds the
+        lock). The client's queue is kept from filling first: a batch refused in part
+        could reorder."""
+        while len(self.p) + self._count > self._room:
+            self.p.poll(0.05)
+        for (topic, partition), msgs in self._staged.items():
+            if partition is None:
+                queued = self.p.produce_batch(topic, msgs, on_delivery=self._report)
+            else:
+                sink = self._sink(topic, partition)
+                queued = self.p.produce_batch(topic, msgs, partition=partition, on_delivery=sink)
+            if queued != len(msgs):
+                errors = {str(m["_error"]) for m in msgs if "_error" in m}
+                raise RuntimeError(f"{len(msgs) - queued} records to {topic} refused: {errors}")
+        self._staged.clear()
+        self._count = 0
+
     def produce(
         self, topic: str, value: bytes, partition: int | None, key: bytes | None = None
     ) -> None:
-        """``partition`` None: the key's partition (the client's partitioner)."""
+        """``partition`` None: the key's partition (the client's partitioner). After
+        whatever was staged."""
+        with self._lock:
+            if self._count:
+                self._send()
+            self._produce(topic, value, partition, key)
+
+    def _produce(self, topic: str, value: bytes, partition: int | None, key: bytes | None) -> None:
         while True:
             try:
                 if partition is None:
@@ -92,6 +147,7 @@ class TrackedProducer:
                     self._ends[key] = end
 
     def flush(self, timeout: float = 30.0) -> None:
+        self.send()
         left = self.p.flush(timeout)
         self._collect()
         if left:

@@ -42,3 +42,49 @@ def test_the_source_reads_partition_ends_from_the_chosen_place(kafka_bootstrap, 
     if source == "watermarks":  # the registry plays no part: losing it changes nothing
         r.delete(keys.ends(topic))
         assert reader._read().ends == {"parse": [3, 2, 2, 0, 0, 0, 0, 0]}
+
+
+def _partition_log(bootstrap: str, topic: str, partitions: int) -> dict[int, list[bytes]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+    idle = 0
+    while idle < 5:
+        msgs = c.consume(100, timeout=0.5)
+        idle = 0 if msgs else idle + 1
+        for m in msgs:
+            out[m.partition()].append(m.value())
+    c.close()
+    return out
+
+
+def test_staged_records_go_in_order_before_what_is_produced_after_them(kafka_bootstrap, redis_url):
+    """Four records staged to partitions 0, 1, 0, 1, then one produced at once to 0, then
+    two staged and flushed; three staged by key to another topic: each partition's log
+    in the order given, and the ends registry counting every record."""
+    keys = Keys("stage" + uuid.uuid4().hex[:6])
+    topic, by_key = keys.topic("x"), keys.topic("y")
+    ensure_topics(kafka_bootstrap, [topic, by_key], partitions=2)
+    r = redis.Redis.from_url(redis_url)
+    tracked = TrackedProducer(kafka_bootstrap, r, keys)
+    for k, part in enumerate([0, 1, 0, 1]):
+        tracked.stage(topic, f"s{k}".encode(), part)
+    for k in range(3):
+        tracked.stage(by_key, f"k{k}".encode(), None, b"same-key")
+    tracked.produce(topic, b"now", 0)
+    tracked.stage(topic, b"after0", 0)
+    tracked.stage(topic, b"after1", 1)
+    tracked.flush()
+    assert _partition_log(kafka_bootstrap, topic, 2) == {
+        0: [b"s0", b"s2", b"now", b"after0"],
+        1: [b"s1", b"s3", b"after1"],
+    }
+    keyed = _partition_log(kafka_bootstrap, by_key, 2)
+    assert sorted(keyed.values()) == [[], [b"k0", b"k1", b"k2"]]  # one key: one partition
+    for t, expected in (
+        (topic, {0: 4, 1: 3}),
+        (by_key, {p: len(v) for p, v in keyed.items() if v}),
+    ):
+        assert {int(p): int(e) for p, e in r.hgetall(keys.ends(t)).items()} == expected
