@@ -198,11 +198,15 @@ def serve_replica(
     its deadline (a drain has none): an event taken after the deadline is left for the
     next task, so each slot's progress stays contiguous."""
     replica = Replica(g, replica_id)
-    replica.serve_planned(slots, records)
-    if feed is not None and epoch is not None:
-        replica.serve_feed(feed, epoch)
-    results = replica.finish()
-    g.producer.send()
+    try:
+        replica.serve_planned(slots, records)
+        if feed is not None and epoch is not None:
+            replica.serve_feed(feed, epoch)
+        results = replica.finish()
+    except BaseException:
+        g.producer.discard()
+        raise
+    g.producer.send()  # the thread's last outputs: the task flushes from another thread
     return results
 
 

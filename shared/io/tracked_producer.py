@@ -31,6 +31,14 @@ return 1
 STAGE_MAX = 500  # records staged before they go to the client in one call
 
 
+class _Stage:
+    """One thread's staged records, by topic and partition."""
+
+    def __init__(self) -> None:
+        self.by_target: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
+        self.count = 0
+
+
 class TrackedProducer:
     """A confluent-kafka producer whose ``flush`` also publishes the partitions' ends."""
 
@@ -50,14 +58,14 @@ class TrackedProducer:
         self._last: dict[tuple[str, int], dict[Any, Any]] = {}
         self.failed = 0
         self._raise = redis.register_script(_RAISE)
-        # records staged for one ``produce_batch`` call per topic and partition (a
-        # librdkafka enqueue and broker-thread wakeup per record cost about twice the
-        # CPU; a record's own partition is not honoured in a batch); one lock, so any
-        # record produced or flushed after a staged one is enqueued after it
-        self._staged: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
-        self._count = 0
-        self._lock = threading.Lock()
-        self._room = int(conf.get("queue.buffering.max.messages", 100_000))
+        # each thread's records staged for one ``produce_batch`` call per topic and
+        # partition (a librdkafka enqueue and broker-thread wakeup per record cost about
+        # twice the CPU; a record's own partition is not honoured in a batch): a thread's
+        # staged records go before anything it produces or flushes after them
+        self._local = threading.local()
+        self._stages: list[_Stage] = []  # every thread's, for ``unsent``
+        self._stages_lock = threading.Lock()
+        self._room = int(conf.get("queue.buffering.max.messages", 100_000)) // 2
 
     def _report(self, err: Any, msg: Any) -> None:
         if err is not None:
@@ -68,32 +76,52 @@ class TrackedProducer:
         if end > self._ends.get(key, 0):
             self._ends[key] = end
 
+    def _stage(self) -> _Stage:
+        stage: _Stage | None = getattr(self._local, "stage", None)
+        if stage is None:
+            stage = self._local.stage = _Stage()
+            with self._stages_lock:
+                self._stages.append(stage)
+        return stage
+
     def stage(
         self, topic: str, value: bytes, partition: int | None, key: bytes | None = None
     ) -> None:
-        """``produce``, enqueued with the others staged at the next ``send``, ``produce``
-        or ``flush`` (or once ``STAGE_MAX`` wait): a partition's records in the order
-        staged (those staged by key, ``partition`` None, in order among themselves)."""
-        msg: dict[str, Any] = {"value": value, "key": key}
-        with self._lock:
-            self._staged.setdefault((topic, partition), []).append(msg)
-            self._count += 1
-            if self._count >= STAGE_MAX:
-                self._send()
+        """``produce``, enqueued with the calling thread's others at its next ``send``,
+        ``produce`` or ``flush`` (or once ``STAGE_MAX`` wait): a partition's records in
+        the order staged (those staged by key, ``partition`` None, in order among
+        themselves)."""
+        stage = self._stage()
+        stage.by_target.setdefault((topic, partition), []).append({"value": value, "key": key})
+        stage.count += 1
+        if stage.count >= STAGE_MAX:
+            self._send(stage)
 
     def send(self) -> None:
-        """What is staged, to the client (delivered in the background, as ``produce``)."""
-        if self._count:
-            with self._lock:
-                self._send()
+        """What the calling thread staged, to the client (delivered in the background,
+        as ``produce``)."""
+        stage = self._stage()
+        if stage.count:
+            self._send(stage)
 
-    def _send(self) -> None:
-        """The staged records, a call per topic and partition (the caller holds the
-        lock). The client's queue is kept from filling first: a batch refused in part
-        could reorder."""
-        while len(self.p) + self._count > self._room:
+    def discard(self) -> None:
+        """Drop what the calling thread staged (its task failed: its input is read
+        again), so a later task on the thread does not send it."""
+        stage = self._stage()
+        stage.by_target.clear()
+        stage.count = 0
+
+    def unsent(self) -> int:
+        """Records staged by any thread and not yet sent."""
+        with self._stages_lock:
+            return sum(stage.count for stage in self._stages)
+
+    def _send(self, stage: _Stage) -> None:
+        """A thread's staged records, a call per topic and partition. The client's queue
+        is kept from filling first: a batch refused in part could reorder."""
+        while len(self.p) > self._room:
             self.p.poll(0.05)
-        for (topic, partition), msgs in self._staged.items():
+        for (topic, partition), msgs in stage.by_target.items():
             if partition is None:
                 queued = self.p.produce_batch(topic, msgs, on_delivery=self._report)
             else:
@@ -102,18 +130,16 @@ class TrackedProducer:
             if queued != len(msgs):
                 errors = {str(m["_error"]) for m in msgs if "_error" in m}
                 raise RuntimeError(f"{len(msgs) - queued} records to {topic} refused: {errors}")
-        self._staged.clear()
-        self._count = 0
+        stage.by_target.clear()
+        stage.count = 0
 
     def produce(
         self, topic: str, value: bytes, partition: int | None, key: bytes | None = None
     ) -> None:
         """``partition`` None: the key's partition (the client's partitioner). After
-        whatever was staged."""
-        with self._lock:
-            if self._count:
-                self._send()
-            self._produce(topic, value, partition, key)
+        what the calling thread staged."""
+        self.send()
+        self._produce(topic, value, partition, key)
 
     def _produce(self, topic: str, value: bytes, partition: int | None, key: bytes | None) -> None:
         while True:
@@ -147,6 +173,7 @@ class TrackedProducer:
                     self._ends[key] = end
 
     def flush(self, timeout: float = 30.0) -> None:
+        """What the calling thread staged and everything produced, delivered."""
         self.send()
         left = self.p.flush(timeout)
         self._collect()

@@ -88,3 +88,28 @@ def test_staged_records_go_in_order_before_what_is_produced_after_them(kafka_boo
         (by_key, {p: len(v) for p, v in keyed.items() if v}),
     ):
         assert {int(p): int(e) for p, e in r.hgetall(keys.ends(t)).items()} == expected
+
+
+def test_each_thread_sends_what_it_staged(kafka_bootstrap, redis_url):
+    """A thread's flush sends its own staged records, not another's: two staged by a
+    thread that sent them, one by a thread that did not, are the one left unsent."""
+    import threading
+
+    keys = Keys("stage" + uuid.uuid4().hex[:6])
+    topic = keys.topic("x")
+    ensure_topics(kafka_bootstrap, [topic], partitions=1)
+    tracked = TrackedProducer(kafka_bootstrap, redis.Redis.from_url(redis_url), keys)
+
+    def stage(values: list[bytes], send: bool) -> None:
+        for v in values:
+            tracked.stage(topic, v, 0)
+        if send:
+            tracked.send()
+
+    for values, send in (([b"a", b"b"], True), ([b"c"], False)):
+        t = threading.Thread(target=stage, args=(values, send))
+        t.start()
+        t.join()
+    tracked.flush()
+    assert tracked.unsent() == 1
+    assert _partition_log(kafka_bootstrap, topic, 1) == {0: [b"a", b"b"]}
