@@ -30,8 +30,11 @@ class Envelope:
     evt: float | None = None  # the event's own time (``source.time``), if not ``ts``
 
     def admitted(self, adm: float, lasc: float | None = None) -> Envelope:
-        """This event as admitted at ``adm`` (``lasc``: a LAS probe's predicted end)."""
-        return Envelope(self.id, self.ts, self.src, self.payload, adm, lasc, self.evt)
+        """This event, marked admitted at ``adm`` (``lasc``: a LAS probe's predicted end);
+        in place: an envelope is decoded for its one admission, and one per event is
+        enough."""
+        self.adm, self.lasc = adm, lasc
+        return self
 
     @property
     def event_time(self) -> float:

@@ -73,6 +73,8 @@ class WindowSpec:
         if self.kind == "session":
             return [(t, t + self.size_s)]
         m = self.slide_index(t)
+        if self.kind == "tumbling":  # one window, the slide's own
+            return [self.window(m)]
         out = [self.window(m)]
         while (window := self.window(m := m - 1))[1] > t:
             out.append(window)
