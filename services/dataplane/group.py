@@ -12,7 +12,7 @@ from elastic_sps.control.routing import Routers, RoutingView
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase, active_count
 from elastic_sps.io.rescale_timeline import CountWatch
 from elastic_sps.io.tracked_producer import TrackedProducer
-from elastic_sps.pipeline.chain import open_runnable
+from elastic_sps.pipeline.chain import ChainedOperator, open_runnable
 from elastic_sps.pipeline.engine import OperatorCore
 from elastic_sps.pipeline.failures import Failure, FailureGuard
 from elastic_sps.pipeline.operators import Context, Runnable
@@ -53,9 +53,11 @@ class GroupRun:
             ("operator", self.operator, self.op.code, self.keys.prefix), self._open_operator
         )
         self.guard = self._guard("guard", o)
-        # a window chain's members judged on the windows they get, not diluted by the
-        # window's own events (unchained, they would be an operator of their own)
-        self.fired_guard = self._guard("fired_guard", o)
+        # a chain's members after its head each judged on the inputs it gets (a fired
+        # window, an output of the member before), as unchained: neither diluted by
+        # the head's events nor swollen by a fan-out's
+        members = self.impl.after_head_names if isinstance(self.impl, ChainedOperator) else ()
+        self.member_guards = {m: self._guard("guard", o, m) for m in members}
         # admission at the entry step: the operator reads the source's partitions
         self.admits = o.entry_topic is not None and self.operator == self.topo.entry_operators[0]
         self.partitions = o.entry_partitions if self.admits else int(self.op.max_replicas)
@@ -129,11 +131,12 @@ class GroupRun:
         raw = self.r.get(self.keys.active(self.operator))
         return active_count(raw, self.op.min_replicas, self.op.max_replicas)
 
-    def _guard(self, kind: str, o: SourceOptions) -> FailureGuard:
-        op = self.op
+    def _guard(self, kind: str, o: SourceOptions, member: str | None = None) -> FailureGuard:
+        """The operator's guard (``member``: a chained member's, under the member's name)."""
+        op, name = self.op, member or self.operator
         guard: FailureGuard = WORKER.get(
-            (kind, self.operator, self.keys.prefix),
-            lambda: FailureGuard(self.operator, op.on_error, o.failure_share, o.failure_window),
+            (kind, self.operator, name, self.keys.prefix),
+            lambda: FailureGuard(name, op.on_error, o.failure_share, o.failure_window),
         )
         return guard
 

@@ -203,10 +203,10 @@ def serve_replica(
         if feed is not None and epoch is not None:
             replica.serve_feed(feed, epoch)
         results = replica.finish()
+        g.producer.send()  # the thread's last outputs: the task flushes from another thread
     except BaseException:
         g.producer.discard()
         raise
-    g.producer.send()  # the thread's last outputs: the task flushes from another thread
     return results
 
 

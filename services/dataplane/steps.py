@@ -90,6 +90,7 @@ class SlotRun:
         self.routers: Routers | None = None
         self.written_at = time.perf_counter()
         self.oks = 0  # successes not yet folded into the guard (``_fold``)
+        self.passed: dict[str, int] = {}  # per chained member, likewise
         # a keyed or window operator's partition state, committed with its offset
         self.keyed = KeyedSlot(g, slot.replica, slot.owner) if g.op.stateful else None
         # offset -> the event decoded by prefetch, with its key (None: none found)
@@ -187,32 +188,18 @@ class SlotRun:
         for result in fired:
             assert ctx is not None
             outputs = self._fired(result, ctx, msg)
-            if outputs is not None:
-                self._emit(window_envelope(g, result), outputs, result.id.encode())
-                self.res.fired += 1
+            self._emit(window_envelope(g, result), outputs, result.id.encode())
+            self.res.fired += 1
         assert self.declarer is not None
         self.declarer.offer(g.core.declaration(self.slot.replica, self.valve, store))
 
-    def _fired(self, result: WindowResult, ctx: Context, msg: Any) -> list[Emitted] | None:
-        """A closed window's outputs; ``None``: a member chained after the window raised,
-        and the window's result is dead-lettered (or the guard stops the dataplane)."""
-        g = self.g
+    def _fired(self, result: WindowResult, ctx: Context, msg: Any) -> list[Emitted]:
+        """A closed window's outputs, through the members chained after it; an input a
+        member raises on is dead-lettered (or the member's guard stops the dataplane)."""
         failed: list[MemberFailed] = []
-        try:
-            outputs = g.core.fired(result, ctx, failed)
-        except Exception as exc:  # the user's code: any exception is its failure
-            failure = describe(exc)
-            with g.guard_lock:
-                g.fired_guard.failed(failure)  # raises OperatorFailing when it must stop
-            self.res.dead += 1
-            payload = orjson.dumps(result.payload, default=_b64)
-            g.dead_letter(self.slot.replica, msg, failure, result.id, payload)
-            return None
+        outputs = self.g.core.fired(result, ctx, failed, self.passed)
         if failed:
-            self._members_failed(failed, msg, g.fired_guard)
-        elif g.core.chained:
-            with g.guard_lock:
-                g.fired_guard.ok()
+            self._members_failed(failed, msg)
         return outputs
 
     def _write_out(self, ctx: Context, now: float) -> None:
@@ -281,8 +268,9 @@ class SlotRun:
         if self.keyed is not None:
             self.keyed.started(now)
         failed: list[MemberFailed] = []
+        store = self.keyed.store if self.keyed else None
         try:
-            result = g.core.apply(event, ctx, self.keyed.store if self.keyed else None, failed)
+            result = g.core.apply(event, ctx, store, failed, self.passed)
         except Fenced:
             raise
         except (NoKey, Late) as exc:
@@ -297,25 +285,23 @@ class SlotRun:
             self._fate("dead", ev, msg, failure)
             return None
         if failed:
-            self._members_failed(failed, msg, g.guard)
-            return result
-        self.oks += 1
+            self._members_failed(failed, msg)
+        self.oks += 1  # the head took it
         if self.oks >= OKS_FOLD:
             with g.guard_lock:
                 self._fold()
         return result
 
-    def _members_failed(self, failed: list[MemberFailed], msg: Any, guard: Any) -> None:
+    def _members_failed(self, failed: list[MemberFailed], msg: Any) -> None:
         """Chained members' failures on their own inputs: each dead-lettered with that
-        input's id and payload, as the member unchained would (a key missing is the
-        input's fate; anything else counts against the guard, in place of the event's
-        success)."""
+        input's id and payload, and judged by the member's guard, as the member unchained
+        would be (a key missing is the input's fate, not counted)."""
         for f in failed:
             failure = describe(f.error)
             if not isinstance(f.error, NoKey):
                 with self.g.guard_lock:
                     self._fold()  # the slot's successes before it, in order
-                    guard.failed(failure)  # raises OperatorFailing when it must stop
+                    self.g.member_guards[f.operator].failed(failure)  # may stop it
             self.res.dead += 1
             payload = orjson.dumps(f.payload, default=_b64)
             self.g.dead_letter(self.slot.replica, msg, failure, f.event_id, payload)
@@ -323,10 +309,13 @@ class SlotRun:
                 self.res.ids.add(self.g.operator, "dead", f.event_id)
 
     def _fold(self) -> None:
-        """The slot's successes into the guard (the caller holds ``guard_lock``)."""
+        """The slot's successes into the guards (the caller holds ``guard_lock``)."""
         if self.oks:
             self.g.guard.ok(self.oks)
             self.oks = 0
+        for member, n in self.passed.items():
+            self.g.member_guards[member].ok(n)
+        self.passed.clear()
 
     def _fate(self, kind: str, ev: Envelope, msg: Any, failure: Failure) -> None:
         """A dead-lettered event (``late``: counted apart, dead-lettered with the reason)."""
@@ -380,7 +369,7 @@ class SlotRun:
 
     def finish(self) -> SlotResult:
         self.clock.settle()
-        if self.oks:
+        if self.oks or self.passed:
             with self.g.guard_lock:
                 self._fold()
         if self.entry is not None:  # the reader's last word: what it read this epoch

@@ -63,8 +63,6 @@ class TrackedProducer:
         # twice the CPU; a record's own partition is not honoured in a batch): a thread's
         # staged records go before anything it produces or flushes after them
         self._local = threading.local()
-        self._stages: list[_Stage] = []  # every thread's, for ``unsent``
-        self._stages_lock = threading.Lock()
         self._room = int(conf.get("queue.buffering.max.messages", 100_000)) // 2
 
     def _report(self, err: Any, msg: Any) -> None:
@@ -80,8 +78,6 @@ class TrackedProducer:
         stage: _Stage | None = getattr(self._local, "stage", None)
         if stage is None:
             stage = self._local.stage = _Stage()
-            with self._stages_lock:
-                self._stages.append(stage)
         return stage
 
     def stage(
@@ -111,17 +107,13 @@ class TrackedProducer:
         stage.by_target.clear()
         stage.count = 0
 
-    def unsent(self) -> int:
-        """Records staged by any thread and not yet sent."""
-        with self._stages_lock:
-            return sum(stage.count for stage in self._stages)
-
     def _send(self, stage: _Stage) -> None:
         """A thread's staged records, a call per topic and partition. The client's queue
         is kept from filling first: a batch refused in part could reorder."""
         while len(self.p) > self._room:
             self.p.poll(0.05)
-        for (topic, partition), msgs in stage.by_target.items():
+        while stage.by_target:  # each target off the stage once queued: none sent twice
+            (topic, partition), msgs = next(iter(stage.by_target.items()))
             if partition is None:
                 queued = self.p.produce_batch(topic, msgs, on_delivery=self._report)
             else:
@@ -130,8 +122,8 @@ class TrackedProducer:
             if queued != len(msgs):
                 errors = {str(m["_error"]) for m in msgs if "_error" in m}
                 raise RuntimeError(f"{len(msgs) - queued} records to {topic} refused: {errors}")
-        stage.by_target.clear()
-        stage.count = 0
+            del stage.by_target[(topic, partition)]
+            stage.count -= len(msgs)
 
     def produce(
         self, topic: str, value: bytes, partition: int | None, key: bytes | None = None

@@ -77,6 +77,11 @@ class ChainedOperator:
         return self.steps[0].runnable
 
     @property
+    def after_head_names(self) -> tuple[str, ...]:
+        """The members after the head: each is judged on its own inputs."""
+        return tuple(step.name for step in self.steps[1:])
+
+    @property
     def keyed_members(self) -> bool:
         return any(step.keyed is not None for step in self.steps)
 
@@ -95,17 +100,23 @@ class ChainedOperator:
         event_id: str,
         failed: list[MemberFailed],
         members: MemberStates | None = None,
+        passed: dict[str, int] | None = None,
     ) -> list[Emitted]:
         """One event through every member, its outputs numbered from ``event_id`` as
         unchained (``with_ids`` per member: ``chain: false`` changes no id); the head
         raising raises, a later member's failures go to ``failed``; ``members``: the keyed
         members' states of the event's key (the engine's core passes them per event: this
-        object is shared by the replica threads of a task)."""
+        object is shared by the replica threads of a task); ``passed``: per member, the
+        inputs it took without raising, added to."""
         key = ctx.key  # the head's (a keyed head's), for every output it makes
         head = with_ids(event_id, self._call(self.steps[0], payload, ctx), self.steps[0].name)
         if len(self.steps) == 1:
             return self._renamed(head)
-        return [out for _, i, p in head for out in self.after_head(p, ctx, i, failed, key, members)]
+        return [
+            out
+            for _, i, p in head
+            for out in self.after_head(p, ctx, i, failed, key, members, passed)
+        ]
 
     def after_head(
         self,
@@ -115,11 +126,13 @@ class ChainedOperator:
         failed: list[MemberFailed],
         key: str = "",
         members: MemberStates | None = None,
+        passed: dict[str, int] | None = None,
     ) -> list[Emitted]:
         """One output of the head (``event_id``: an event's output, or a fired window)
         through the other members: the chain's outputs under their chained names, each
         member's numbered from its input's id; an input a member raises on goes to
-        ``failed`` and no further. ``key``: the head's."""
+        ``failed`` and no further, one it takes counts in ``passed``. ``key``: the
+        head's."""
         ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
         items: list[Emitted] = [(None, event_id, payload)]
         for step in self.steps[1:]:
@@ -133,6 +146,9 @@ class ChainedOperator:
                     if state is not None and before is not None:
                         state.restore(before)
                     failed.append(MemberFailed(step.name, i, p, exc))
+                    continue
+                if passed is not None:
+                    passed[step.name] = passed.get(step.name, 0) + 1
             items = outs
         return self._renamed(items)
 

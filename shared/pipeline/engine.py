@@ -107,11 +107,17 @@ class OperatorCore:
         return store is not None and self.stateful and store.applied(ev.once_key)
 
     def apply(
-        self, ev: Event, ctx: Context, store: Store | None, failed: list[MemberFailed]
+        self,
+        ev: Event,
+        ctx: Context,
+        store: Store | None,
+        failed: list[MemberFailed],
+        passed: dict[str, int] | None = None,
     ) -> list[Emitted]:
         """The operator on one event. Raises ``Late`` or ``NoKey`` (the event's fate) or
         whatever the user's code raised, with nothing written; a chained member's failure
-        on one of its inputs goes to ``failed`` (the caller dead-letters it)."""
+        on one of its inputs goes to ``failed`` (the caller dead-letters it), the inputs
+        each member took to ``passed``."""
         ctx.event_id = ev.id
         if self.window is not None:
             assert store is not None
@@ -123,11 +129,17 @@ class OperatorCore:
         base = ev.id if len(self.senders) < 2 else f"{ev.src}:{ev.id}"
         if self.op.key:
             assert store is not None
-            return self._apply_keyed(ev, ctx, store, base, failed)
-        return self._run(ev.payload, ctx, base, failed)
+            return self._apply_keyed(ev, ctx, store, base, failed, passed)
+        return self._run(ev.payload, ctx, base, failed, None, passed)
 
     def _apply_keyed(
-        self, ev: Event, ctx: Context, store: Store, base: str, failed: list[MemberFailed]
+        self,
+        ev: Event,
+        ctx: Context,
+        store: Store,
+        base: str,
+        failed: list[MemberFailed],
+        passed: dict[str, int] | None,
     ) -> list[Emitted]:
         """A keyed operator (or a chain it heads) on one event: its key's state, and a
         keyed chain's members' states of that key, saved once the head returned."""
@@ -136,10 +148,10 @@ class OperatorCore:
         ctx.state = state
         if self.keyed_chain:
             members = MemberStates(store, state.group, key)
-            result = self._run(ev.payload, ctx, base, failed, members)
+            result = self._run(ev.payload, ctx, base, failed, members, passed)
             members.save()
         else:
-            result = self._run(ev.payload, ctx, base, failed)
+            result = self._run(ev.payload, ctx, base, failed, None, passed)
         state.save()
         store.mark_applied(ev.once_key)
         if self.op.state_ttl_s is not None and len(state):  # the key: ctx.key is the tail's
@@ -153,11 +165,12 @@ class OperatorCore:
         base: str,
         failed: list[MemberFailed],
         members: MemberStates | None = None,
+        passed: dict[str, int] | None = None,
     ) -> list[Emitted]:
         """The operator's outputs with their ids, checked (a chain checked and numbered
         each member's, then gave them their chained names: not again)."""
         if isinstance(self.impl, ChainedOperator):
-            return self.impl.run(payload, ctx, base, failed, members)
+            return self.impl.run(payload, ctx, base, failed, members, passed)
         result = normalise(self.impl.process(payload, ctx), self.name, self.successors)
         return with_ids(base, result, self.name)
 
@@ -175,15 +188,20 @@ class OperatorCore:
         return []
 
     def fired(
-        self, result: WindowResult, ctx: Context, failed: list[MemberFailed]
+        self,
+        result: WindowResult,
+        ctx: Context,
+        failed: list[MemberFailed],
+        passed: dict[str, int] | None = None,
     ) -> list[Emitted]:
         """A closed window's outputs: its result, or what the members chained after the
         window make of it (their ids from the window's, ``<key>@<start>``); a member's
-        failure on one of its inputs goes to ``failed``."""
+        failure on one of its inputs goes to ``failed``, the inputs each took to
+        ``passed``."""
         if not isinstance(self.impl, ChainedOperator) or len(self.impl.steps) == 1:
             return [(None, result.id, result.payload)]
         ctx.event_id = result.id
-        return self.impl.after_head(result.payload, ctx, result.id, failed)
+        return self.impl.after_head(result.payload, ctx, result.id, failed, passed=passed)
 
     @staticmethod
     def _keep_until(store: Any, group: int, key: str, until: float) -> None:

@@ -115,6 +115,49 @@ def test_a_keyed_member_keeps_its_state_of_the_heads_key_once_per_event(
     assert "set `chain: false` on 'tally'" in letter["reason"]
 
 
+def test_a_member_is_judged_on_its_own_inputs_not_on_the_heads_fan_out(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """sum_twice makes halves 1 and 2 of each sum; tally_halves refuses half 2 of a sum
+    above 10, so it fails 1 of every 2 inputs: with a failure window of 4 and a share of
+    0.5 it is not stopped (2 of its last 4, as unchained), though each event fails one
+    input; each refused half is dead-lettered under its own id."""
+    out = f"chain-{uuid.uuid4().hex[:6]}"
+    doc = {
+        "operators": [
+            {"name": "sum", "code": f"{OPS}:sum_twice", "key": "field:key", "et_ms": 0.1,
+             "max_replicas": 2},
+            {"name": "tally", "code": f"{OPS}:tally_halves", "key": "field:key", "et_ms": 0.1,
+             "max_replicas": 2, "output": out},
+        ],
+        "edges": [{"from": "source", "to": "sum"}, {"from": "sum", "to": "tally"}],
+    }  # fmt: skip
+    g = group_of(
+        doc, "sum..tally", kafka_bootstrap, redis_url, tmp_path,
+        operator_failure_window=4, operator_failure_share=0.5,
+    )  # fmt: skip
+    serve(g, [event(i, f"e{i}", 1.0, key="a", value=11) for i in range(4)])
+    topics = read_topics(kafka_bootstrap, [out, g.o.deadletter_topic], quiet_s=1.0)
+    assert [(r["id"], r["value"]["n"]) for r in topics[out]] == [
+        ("e0", 1),
+        ("e1", 2),
+        ("e2", 3),
+        ("e3", 4),
+    ]
+    letters = topics[g.o.deadletter_topic]
+    assert [d["event_id"] for d in letters] == ["e0/sum.1", "e1/sum.1", "e2/sum.1", "e3/sum.1"]
+    assert [d["reason"].split(" (in")[0] for d in letters] == [
+        "ValueError: half 2 of sum 11",
+        "ValueError: half 2 of sum 22",
+        "ValueError: half 2 of sum 33",
+        "ValueError: half 2 of sum 44",
+    ]
+    store = PartitionStore(g.r, g.keys, "sum..tally", 0)
+    group = key_group("a", g.op.key_groups)
+    assert store.get("s", group, "a") == {"sum": 44}
+    assert store.get("s:tally", group, "a") == {"n": 4, "seen": [1, 1, 1, 1]}
+
+
 def window_chain(out: str) -> dict:
     return {
         "operators": [
