@@ -67,7 +67,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
     totals = {
         "processed": sum(r.processed for r in results),
         "expired": sum(r.expired for r in results),
-        "dead": sum(r.dead for r in results),
+        "dead": sum(r.dead + r.members_dead for r in results),
         "late": sum(r.late for r in results),
         "fired": sum(r.fired for r in results),
         "repeats": sum(r.repeats for r in results),
@@ -111,6 +111,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
             emitted_to=res.emitted_to,
             busy_s=res.busy,
             dead_lettered=res.dead,
+            members_dead_lettered=res.members_dead,
             expired=res.expired,
             active_replicas=active,
             latency_ms=res.latencies.values,

@@ -54,6 +54,7 @@ class SlotResult:
     emitted: int = 0
     emitted_to: dict[str, float] = field(default_factory=dict)  # per successor, Eq. 6
     dead: int = 0
+    members_dead: int = 0  # chained members' own failed inputs (the chain's event processed)
     expired: int = 0
     late: int = 0  # window events that arrived after their windows closed
     fired: int = 0  # windows closed and emitted
@@ -302,11 +303,11 @@ class SlotRun:
                 with self.g.guard_lock:
                     self._fold()  # the slot's successes before it, in order
                     self.g.member_guards[f.operator].failed(failure)  # may stop it
-            self.res.dead += 1
+            self.res.members_dead += 1
             payload = orjson.dumps(f.payload, default=_b64)
             self.g.dead_letter(self.slot.replica, msg, failure, f.event_id, payload)
             if self.res.ids is not None:
-                self.res.ids.add(self.g.operator, "dead", f.event_id)
+                self.res.ids.add(self.g.operator, "members_dead", f.event_id)
 
     def _fold(self) -> None:
         """The slot's successes into the guards (the caller holds ``guard_lock``)."""

@@ -108,8 +108,10 @@ def _at_sinks(topo: Topology, metrics: list[dict], completed_ids: int | None) ->
 
 
 def _per_operator(metrics: list[dict]) -> dict[str, dict[str, float]]:
-    """processed, dead_lettered and expired summed per operator over the metric records."""
-    out: dict[str, dict[str, float]] = {"processed": {}, "dead_lettered": {}, "expired": {}}
+    """processed, dead_lettered, expired and members_dead_lettered summed per operator over
+    the metric records."""
+    fields = ("processed", "dead_lettered", "expired", "members_dead_lettered")
+    out: dict[str, dict[str, float]] = {f: {} for f in fields}
     for m in metrics:
         op = str(m.get("operator"))  # a record with none still counts in the totals
         for field, sums in out.items():
@@ -133,6 +135,7 @@ def _accounting(
     dead_entry = sum(by_op["dead_lettered"].get(o, 0) for o in entry)
     expired_entry = sum(by_op["expired"].get(o, 0) for o in entry)
     dead_ops = sum(v for o, v in by_op["dead_lettered"].items() if o != "source")
+    dead_ops += sum(by_op["members_dead_lettered"].values())  # not the entry's events' fates
     expired_ops = sum(v for o, v in by_op["expired"].items() if o != "source")
     per_input = sum(topo.static_theta[n] for n in topo.sinks)
     admitted = int(ingress_counts.get("admitted", 0))
@@ -400,11 +403,11 @@ def print_report(report: dict[str, Any], files: list[Path]) -> None:
         )
     if report.get("stages"):
         st = Table(title="every event by id, per operator")
-        for col in ("operator", "sent", "processed", "expired", "dead", "lost"):
-            st.add_column(col, justify="left" if col == "operator" else "right")
+        cols = ("operator", "sent", "processed", "expired", "dead", "lost", "members_dead")
+        for col in cols:  # members_dead: a chain's members' own inputs, beside its events
+            st.add_column(col.replace("_", " "), justify="left" if col == "operator" else "right")
         for s in report["stages"]:
-            cols = ("operator", "sent", "processed", "expired", "dead", "lost")
-            st.add_row(*(_n(s[c]) for c in cols))
+            st.add_row(*(_n(s.get(c, 0)) for c in cols))
         console.print(st)
     for f in files:
         print(f"plot: {f}")

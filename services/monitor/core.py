@@ -105,7 +105,7 @@ class IntervalAggregator:
         if rec.queued is not None:  # a queue is a level, not a flow: keep the latest
             acc.queued_by_replica[rec.replica] = rec.queued
         acc.busy_s += rec.busy_s
-        acc.dead_lettered += rec.dead_lettered
+        acc.dead_lettered += rec.dead_lettered + rec.members_dead_lettered
         acc.expired += rec.expired
         acc.active = max(acc.active, rec.active_replicas)
         acc.seen = True

@@ -27,6 +27,9 @@ class OperatorCounters(Record):
     queued: float | None = Field(default=None, ge=0)  # latest per replica; None: not reported
     busy_s: float = Field(default=0.0, ge=0)
     dead_lettered: float = Field(default=0.0, ge=0)
+    # a chain's members after its head: their own failed inputs, dead-lettered while the
+    # event that entered the chain counts as processed (so apart from its fates)
+    members_dead_lettered: float = Field(default=0.0, ge=0)
     expired: float = Field(default=0.0, ge=0)  # waited longer than t_out: not processed
     shed: float = Field(default=0.0, ge=0)  # ingress: events dropped by the shedder
     unkeyed: float = Field(default=0.0, ge=0)  # ingress: admitted without the key attribute

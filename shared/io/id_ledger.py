@@ -8,7 +8,10 @@ a loss. So, when tracking is on, each stage records ids in Redis sets, one per r
 
 * ``{prefix}:ids:{op}:sent``: ids sent to ``op`` (by the ingress for an entry operator,
   by each predecessor for the others; a filter that emits nothing sends nothing);
-* ``{prefix}:ids:{op}:processed`` / ``expired`` / ``dead``: what ``op`` did with them.
+* ``{prefix}:ids:{op}:processed`` / ``expired`` / ``dead``: what ``op`` did with them;
+* ``{prefix}:ids:{op}:members_dead``: inputs of a chain's members after its head that
+  failed there (dead-lettered with their own ids): the event that entered the chain is
+  resolved as processed, so these are beside the stage's fates, not among them.
 
 An operator's *lost* ids are those sent to it and never processed, expired or
 dead-lettered there; its *duplicates* are the processings beyond one per id. Sets (not
@@ -25,7 +28,7 @@ from typing import Any
 
 from elastic_sps.io.knowledge_base import Keys
 
-KINDS = ("sent", "processed", "expired", "dead", "late")
+KINDS = ("sent", "processed", "expired", "dead", "late", "members_dead")
 TTL_S = 7 * 24 * 3600  # a run's ledger outlives its report by a week, then Redis drops it
 
 
@@ -62,6 +65,7 @@ class StageAccount:
     dead: int
     late: int  # reached a window operator after its window closed (dead-lettered too)
     lost: int  # sent here, and neither processed, expired, dead-lettered nor late here
+    members_dead: int = 0  # a chain's members' own failed inputs (its events processed)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -79,8 +83,9 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
         pipe.sunionstore(resolved, [k["processed"], k["expired"], k["dead"], k["late"]])
         pipe.sdiff([k["sent"], resolved])
         pipe.delete(resolved)
-        sent, processed, expired, dead, late, _, missing, _ = pipe.execute()
-        out.append(StageAccount(op, sent, processed, expired, dead, late, len(missing)))
+        sent, processed, expired, dead, late, members_dead, _, missing, _ = pipe.execute()
+        lost = len(missing)
+        out.append(StageAccount(op, sent, processed, expired, dead, late, lost, members_dead))
     return out
 
 

@@ -34,3 +34,21 @@ def test_a_loss_between_two_operators_shows_and_a_duplicate_hides_nothing(redis_
     # the sets expire with the run, and another run's prefix sees none of them
     assert 0 < redis_client.ttl(id_ledger.key("run1", "b", "sent")) <= id_ledger.TTL_S
     assert id_ledger.stage_accounts(redis_client, "run2", ["b"])[0].sent == 0
+
+
+def test_a_chained_members_failed_input_is_beside_the_chains_fates(redis_client):
+    """Three events enter the chain c; all three are processed (the head took them), and
+    a member after the head fails on e2's output (which keeps e2's id) and on e3's second
+    output `e3/1`. c's stage: 3 sent, 3 processed, none dead or lost, 2 members' inputs
+    dead-lettered beside them."""
+    batch = IdBatch("run3")
+    for k in range(1, 4):
+        batch.add("c", "sent", f"e{k}")
+        batch.add("c", "processed", f"e{k}")
+    batch.add("c", "members_dead", "e2")
+    batch.add("c", "members_dead", "e3/1")
+    pipe = redis_client.pipeline(transaction=False)
+    batch.write(pipe)
+    pipe.execute()
+    (acc,) = id_ledger.stage_accounts(redis_client, "run3", ["c"])
+    assert (acc.sent, acc.processed, acc.dead, acc.lost, acc.members_dead) == (3, 3, 0, 0, 2)

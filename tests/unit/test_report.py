@@ -53,6 +53,19 @@ def test_a_warm_up_is_accounted_for_but_not_measured():
     assert rep["replicas_mean"] == pytest.approx(2 * 4)
 
 
+def test_a_chained_members_failed_inputs_are_dead_letters_not_the_entrys_fates():
+    """`parse` (the entry) processes all 150 events; 4 of its outputs fail in a member
+    chained after it. The events are each processed once at the entry (none lost) and 4
+    messages are dead-lettered besides: 150 = 150 + 0, dead-lettered 4."""
+    metrics = [
+        {"operator": "source", "processed": 150},
+        {"operator": "parse", "processed": 150, "members_dead_lettered": 4},
+        {"operator": "store", "processed": 146},
+    ]
+    rep = report.build(TOPO, 150, {"admitted": 150}, metrics, [stat(1, 150, 150)], [], [])
+    assert rep["lost"] == 0 and rep["processed"] == 150 and rep["dead_lettered"] == 4
+
+
 def test_report_flags_a_loss():
     metrics = [{"operator": "parse", "processed": 90}]
     rep = report.build(TOPO, 100, {"admitted": 100}, metrics, [stat(1, 100, 90)], [], [])
