@@ -101,10 +101,16 @@ def build(
 
 def _at_sinks(topo: Topology, metrics: list[dict], completed_ids: int | None) -> float:
     """What reached the sinks, in sink events (distinct ids per sink when the ledger ran:
-    a replayed duplicate completes once)."""
+    a replayed duplicate completes once); by the counters, a sink chain's processed events
+    less its members' failed inputs (``id_ledger.completed_count``)."""
     if completed_ids is not None:
         return float(completed_ids)
-    return sum(m.get("processed", 0) for m in metrics if m.get("operator") in set(topo.sinks))
+    sinks = set(topo.sinks)
+    return sum(
+        m.get("processed", 0) - m.get("members_dead_lettered", 0)
+        for m in metrics
+        if m.get("operator") in sinks
+    )
 
 
 def _per_operator(metrics: list[dict]) -> dict[str, dict[str, float]]:

@@ -91,14 +91,27 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
 
 def completed_count(redis: Any, prefix: str, sinks: Iterable[str]) -> int:
     """How many sink events completed: distinct ids per sink, summed (an event's outputs
-    carry distinct ids, ``operators.with_ids``; a replayed one counts once)."""
+    carry distinct ids, ``operators.with_ids``; a replayed one counts once), less a sink
+    chain's events one of whose members failed on the event's own id (its first output:
+    it never reached the sink's topic, though the chain processed the event)."""
+    sinks = list(sinks)
     pipe = redis.pipeline(transaction=False)
     for s in sinks:
         pipe.scard(key(prefix, s, "processed"))
-    return int(sum(pipe.execute()))
+        pipe.smembers(key(prefix, s, "members_dead"))
+    replies = pipe.execute()
+    total = int(sum(replies[0::2]))
+    for s, failed in zip(sinks, replies[1::2], strict=True):
+        if failed:
+            total -= sum(redis.smismember(key(prefix, s, "processed"), list(failed)))
+    return total
 
 
 def completed_ids(redis: Any, prefix: str, sinks: Iterable[str]) -> set[str]:
-    """Distinct ids that reached a sink (completed however often they were replayed)."""
-    keys = [key(prefix, s, "processed") for s in sinks]
-    return {m.decode() if isinstance(m, bytes) else m for m in redis.sunion(keys)}
+    """Distinct ids that reached a sink (completed however often they were replayed; as
+    ``completed_count``, not a chain's event whose member failed on its own id)."""
+    out: set[str] = set()
+    for s in sinks:
+        done = redis.sdiff([key(prefix, s, "processed"), key(prefix, s, "members_dead")])
+        out |= {m.decode() if isinstance(m, bytes) else m for m in done}
+    return out

@@ -44,8 +44,9 @@ edges:
 # 2 s of event time without a visit for the user. Each record carries `t` = n / 100 s;
 # users u0..u9 have 100 consecutive records each (n < 1000), every later one is `rest`'s.
 VISITS_TTL_S = 2
-# It heads a chain of its stateless successor `visited` (which passes its outputs on):
-# one keyed pool, `visits..visited`, writing `visited`'s output topic.
+# It heads a chain of its stateless successor `visited` (which passes its outputs on, but
+# raises on a user's 30th visit): one keyed pool, `visits..visited`, writing `visited`'s
+# output topic. Its failures are its own inputs', beside the chain's events.
 VISITS = f"""  - {{name: visits, code: "userpipe.visits:visits", key: "field:user", et_ms: 1,
      max_replicas: 2, state_ttl_s: {VISITS_TTL_S}}}
   - {{name: visited, code: "userpipe.visits:visited", et_ms: 0.1, max_replicas: 2,
@@ -62,8 +63,12 @@ def visits(payload, ctx):
 
 
 def visited(payload, ctx):
+    if payload["count"] == 30:
+        raise ValueError(f"visit 30 of {payload['user']}")
     return [(None, payload)]
 '''
+# u<j>'s 30th record is n = 100j + 29, `rest`'s (from n = 1000) n = 1029
+VISIT_30 = {100 * j + 29 for j in range(10)} | {1029}
 
 
 def _user(n: int) -> str:
@@ -199,7 +204,8 @@ def test_a_keyed_operators_ttl_state_is_run_locals(user_run, user_project):
     live: dict[str, dict] = {}
     for r in _rows(user_run["outputs"]["user.visits"]):
         assert live.setdefault(r["id"], r["value"]) == r["value"], "a repeat differs"
-    expected = {str(n): v for n, v in zip(range(sent), local.outputs["user.visits"], strict=True)}
+    kept = [n for n in range(sent) if n not in VISIT_30]
+    expected = {str(n): v for n, v in zip(kept, local.outputs["user.visits"], strict=True)}
     assert live == expected
     # live, `rest`'s state is what its latest record's output carries
     assert live[str(sent - 1)] == {"user": "rest", **rest}
@@ -213,13 +219,38 @@ def test_a_raising_operator_dead_letters_its_events_and_the_rest_flow(user_run):
     assert chained["sent"] == user_run["sent"] and chained["lost"] == 0
     assert chained["dead"] > 0 and chained["processed"] + chained["dead"] == chained["sent"]
     dead = [json.loads(x) for x in Path(user_run["deadletter"]).read_text().splitlines()]
-    dead = [d for d in dead if d["service"].startswith("dataplane:")]
+    dead = [d for d in dead if d["service"] == "dataplane:square..offset"]
     assert len(dead) == chained["dead"]
-    assert all(d["service"] == "dataplane:square..offset" for d in dead)
     assert all(d["error_type"] == "ValueError" for d in dead)
     assert all(d["reason"].startswith("ValueError: bad reading ") for d in dead)
     assert all(d["reason"].endswith("(in 'square', chained in 'square..offset')") for d in dead)
     assert all("ops.py" in d["traceback"] and d["event_id"] for d in dead)
+
+
+def test_a_chained_members_failed_inputs_are_counted_beside_the_chains_events(
+    user_run, user_project
+):
+    """`visited` raises on each user's 30th visit (11 users reach it: `VISIT_30`): each of
+    those inputs is dead-lettered once, by id, naming the member; the chain's own events
+    all count as processed (their effect, the visit, was applied), the members' failures
+    apart, in the ledger, the counters and the report's total, as in `run_local`."""
+    chained = {s["operator"]: s for s in user_run["stages"]}["visits..visited"]
+    assert chained["sent"] == user_run["sent"] and chained["lost"] == 0
+    assert chained["processed"] == chained["sent"] and chained["dead"] == 0
+    assert chained["members_dead"] == 11
+    dead = [json.loads(x) for x in Path(user_run["deadletter"]).read_text().splitlines()]
+    dead = [d for d in dead if d["service"] == "dataplane:visits..visited"]
+    assert sorted(int(d["event_id"]) for d in dead) == sorted(VISIT_30)
+    assert all(d["reason"].startswith("ValueError: visit 30 of ") for d in dead)
+    assert all(d["reason"].endswith("(in 'visited', chained in 'visits..visited')") for d in dead)
+    # the counters' total: `square..offset`'s failed events and these (nothing repeated)
+    square = {s["operator"]: s for s in user_run["stages"]}["square..offset"]
+    assert user_run["dead_lettered"] == square["dead"] + 11
+    with _importable(user_project):
+        records = _rows(str(user_project / "readings.jsonl"))[: user_run["sent"]]
+        local = run_local(user_project / "squares.yaml", records)
+    local_dead = {d.event_id for d in local.dead_letters if d.operator == "visited"}
+    assert local_dead == {str(n) for n in VISIT_30}
 
 
 def test_the_rescale_took_effect_mid_stream(user_run):

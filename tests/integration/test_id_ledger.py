@@ -52,3 +52,6 @@ def test_a_chained_members_failed_input_is_beside_the_chains_fates(redis_client)
     pipe.execute()
     (acc,) = id_ledger.stage_accounts(redis_client, "run3", ["c"])
     assert (acc.sent, acc.processed, acc.dead, acc.lost, acc.members_dead) == (3, 3, 0, 0, 2)
+    # as a sink: e2's own output never reached the topic, e3's first did (e3/1 is beside)
+    assert id_ledger.completed_count(redis_client, "run3", ["c"]) == 2
+    assert id_ledger.completed_ids(redis_client, "run3", ["c"]) == {"e1", "e3"}

@@ -66,6 +66,17 @@ def test_a_chained_members_failed_inputs_are_dead_letters_not_the_entrys_fates()
     assert rep["lost"] == 0 and rep["processed"] == 150 and rep["dead_lettered"] == 4
 
 
+def test_a_sink_chains_member_failures_did_not_complete():
+    """The sink `store` (a chain, counted without the ledger) processed 150 events and 3
+    of them failed in a member after its head: 147 reached the sink's topic."""
+    metrics = [
+        {"operator": "parse", "processed": 150},
+        {"operator": "store", "processed": 150, "members_dead_lettered": 3},
+    ]
+    rep = report.build(TOPO, 150, {"admitted": 150}, metrics, [stat(1, 150, 150)], [], [])
+    assert rep["completed"] == 147 and rep["dead_lettered"] == 3
+
+
 def test_report_flags_a_loss():
     metrics = [{"operator": "parse", "processed": 90}]
     rep = report.build(TOPO, 100, {"admitted": 100}, metrics, [stat(1, 100, 90)], [], [])
