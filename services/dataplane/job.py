@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
-from prometheus_client import CollectorRegistry
 from redis.exceptions import RedisError
 
 from elastic_sps.io.kafka_admin import ensure_topics
@@ -29,7 +28,7 @@ from elastic_sps.services.dataplane.cluster import (
     is_cluster,
     ship_project,
 )
-from elastic_sps.services.dataplane.observe import DataplaneCollector, health, serving
+from elastic_sps.services.dataplane.observe import Observed
 from elastic_sps.services.dataplane.options import CostMode, SourceOptions
 from elastic_sps.services.dataplane.slots import tasks_per_operator
 from elastic_sps.services.dataplane.stopping import StopRequest, end_epochs
@@ -346,29 +345,16 @@ def operator_failure(message: str) -> str:
     return message
 
 
-def serve_observability(
-    settings: DataplaneSettings, topo: Any, queries: Callable[[], list[Any]], lease: Any
-) -> None:
-    """/metrics and /health; a standby (not holding ``lease``) is healthy as such."""
+def serve_observability(settings: DataplaneSettings, lease: Any) -> Observed:
+    """/metrics and /health, served from the process's start (``Observed``)."""
     from elastic_sps.io.embedded import free_port
     from elastic_sps.io.redis_client import redis_client
 
     r = redis_client(settings.redis_url)
-    keys = Keys(settings.key_prefix)
-    registry = CollectorRegistry()
-    registry.register(DataplaneCollector(r, keys, topo, queries))
+    observed = Observed(r, Keys(settings.key_prefix), lease, settings.task_window_s)
     port = settings.web_port or free_port()
-
-    def serves() -> bool:
-        # planned ranges only (no epochs): a task runs only while there is data to read
-        return settings.task_window_s <= 0 or serving(r, keys, lease.me, queries())
-
-    def state() -> tuple[bool, dict[str, Any]]:
-        if not lease.held:
-            return True, {"service": "dataplane", "status": "standby"}
-        return health(r, queries, serves)
-
-    serve("dataplane", settings.web_host, port, registry, state)
+    serve("dataplane", settings.web_host, port, observed.registry, observed.state)
+    return observed
 
 
 def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
@@ -383,7 +369,9 @@ def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
     keys = Keys(settings.key_prefix)
     r = redis_client(settings.redis_url)
     lease = Lease(r, keys.dataplane_lease, settings.lease_s)
+    observed = serve_observability(settings, lease)
     waited = lease.wait_until_holder_serves(keys.dataplane_serving, settings.standby_boot_wait_s)
+    observed.phase = "starting"
     if waited >= 1:
         log.info("another process holds the lease: started after its first batch (%.1f s)", waited)
     try:
@@ -399,7 +387,7 @@ def run(settings: DataplaneSettings, stop: StopRequest | None = None) -> None:
     spark = spark_session(settings, spark_master(settings, topo), topo)
     spark.sparkContext.setLogLevel("WARN")
     queries: list[Any] = []
-    serve_observability(settings, topo, lambda: queries, lease)
+    observed.running(topo, lambda: queries)
     frame = source_frame(spark, settings, topo, list(topo.names), lease.me)
     serve_queries(spark, settings, topo, frame, lease, stop or StopRequest(), queries)
 

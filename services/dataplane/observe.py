@@ -19,7 +19,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from elastic_sps.io import rescale_timeline
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
@@ -146,3 +146,45 @@ def health(
         "serving": tasks,
         "queries": running,
     }
+
+
+class Observed:
+    """What the dataplane's /health says from the process's first moment (the server
+    starts before anything else, so ``up``'s watch hears a process that waits or boots):
+    "starting" while it waits for another holder's first batch (``phase`` "waiting", a
+    restarted process) or boots Spark and its queries (``phase`` "starting"); once
+    ``running`` gives it the queries, the holder's ``health``, or, while another process
+    holds the lease, a warm "standby" (healthy). A first start before it takes the
+    lease, or a takeover under way, is "starting" too."""
+
+    def __init__(self, r: Any, keys: Keys, lease: Any, task_window_s: float) -> None:
+        self.r, self.keys, self.lease, self.task_window_s = r, keys, lease, task_window_s
+        self.phase = "waiting"
+        self.queries: Callable[[], list[Any]] | None = None
+        self.registry = CollectorRegistry()
+
+    def running(self, topo: Any, queries: Callable[[], list[Any]]) -> None:
+        """The pipeline's metrics on /metrics, the queries' health on /health."""
+        self.registry.register(DataplaneCollector(self.r, self.keys, topo, queries))
+        self.queries = queries
+
+    def state(self) -> tuple[bool, dict[str, Any]]:
+        queries = self.queries
+        if queries is not None and self.lease.held:
+            return health(self.r, queries, lambda: self._serves(queries))
+        # not the holder: ready to take over once warm, while another holds the lease
+        if queries is not None and self._another_holds():
+            return True, {"service": "dataplane", "status": "standby"}
+        return False, {"service": "dataplane", "status": "starting", "phase": self.phase}
+
+    def _another_holds(self) -> bool:
+        try:
+            holder = self.r.get(self.lease.key)
+        except Exception:  # Redis away: not known to stand by
+            return False
+        holder = holder.decode() if isinstance(holder, bytes) else holder
+        return holder is not None and holder != self.lease.me
+
+    def _serves(self, queries: Callable[[], list[Any]]) -> bool:
+        # planned ranges only (no epochs): a task runs only while there is data to read
+        return self.task_window_s <= 0 or serving(self.r, self.keys, self.lease.me, queries())

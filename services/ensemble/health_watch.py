@@ -5,6 +5,7 @@ log too, once it has lasted ``REPORT_AFTER_S``, and again when the service is ba
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.error
 import urllib.request
@@ -16,6 +17,9 @@ log = logging.getLogger("sps.supervisor")
 
 EVERY_S = 5.0  # how often each service's /health is asked
 REPORT_AFTER_S = 10.0  # unhealthy this long (a restart's warm-up is shorter) is reported
+# a service whose /health says it is "starting" (a dataplane booting Spark, or taking
+# over from another) is reported after this long: well past a boot on a loaded machine
+STARTING_REPORT_AFTER_S = 120.0
 
 
 class Service(Protocol):
@@ -34,6 +38,13 @@ def health_of(port: int) -> tuple[bool, str]:
         return False, exc.read(300).decode(errors="replace")
     except OSError as exc:
         return False, f"no answer ({exc})"
+
+
+def _starting(said: str) -> bool:
+    try:
+        return bool(json.loads(said).get("status") == "starting")
+    except (ValueError, AttributeError):  # not a JSON object: a health check's own words
+        return False
 
 
 @dataclass
@@ -61,7 +72,8 @@ class HealthWatch:
                     log.warning("%s is healthy again", s.name)
                 continue
             began = self.since.setdefault(s.name, now)
-            if now - began >= REPORT_AFTER_S and s.name not in self.reported:
+            allowed = STARTING_REPORT_AFTER_S if _starting(said) else REPORT_AFTER_S
+            if now - began >= allowed and s.name not in self.reported:
                 self.reported.add(s.name)
                 log.warning(
                     "%s unhealthy for %.0f s (its /health: %s); see its log", s.name,

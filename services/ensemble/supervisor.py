@@ -131,8 +131,8 @@ class Ensemble:
 
     def supervise(self) -> None:
         """The supervisor thread: runs until ``stop``; a give-up is left in ``failed``. A
-        service running unhealthy is said in the log (``health_watch``; a standby is
-        unhealthy by design until it takes over)."""
+        service running unhealthy is said in the log (``health_watch``; a dataplane
+        standing by is healthy as such)."""
         watch = HealthWatch()
         while not self.stopping.wait(0.5):
             try:
@@ -140,7 +140,7 @@ class Ensemble:
             except GaveUp as exc:
                 log.error("%s", exc)
                 return
-            watch.check([c for c in self.children if c.name != STANDBY], time.monotonic())
+            watch.check(self.children, time.monotonic())
 
     def healthy(self, child: Child) -> bool:
         return child.port is not None and health_of(child.port)[0]

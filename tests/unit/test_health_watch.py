@@ -11,16 +11,22 @@ from dataclasses import dataclass
 
 import pytest
 
-from elastic_sps.services.ensemble.health_watch import EVERY_S, REPORT_AFTER_S, HealthWatch
+from elastic_sps.services.ensemble.health_watch import (
+    EVERY_S,
+    REPORT_AFTER_S,
+    STARTING_REPORT_AFTER_S,
+    HealthWatch,
+)
 
 pytestmark = pytest.mark.unit
 
 
 class Health(http.server.BaseHTTPRequestHandler):
     status = 503
+    unhealthy_body = b'{"status": "degraded"}'
 
     def do_GET(self) -> None:
-        body = b'{"status": "ok"}' if Health.status == 200 else b'{"status": "degraded"}'
+        body = b'{"status": "ok"}' if Health.status == 200 else Health.unhealthy_body
         self.send_response(Health.status)
         self.end_headers()
         self.wfile.write(body)
@@ -75,3 +81,22 @@ def test_a_short_dip_and_a_service_without_a_port_are_not_said(port, caplog):
     watch.check(services, 2 * EVERY_S)  # unhealthy again: counted from here
     watch.check(services, 2 * EVERY_S + REPORT_AFTER_S - 1)
     assert caplog.messages == []
+
+
+def test_a_service_that_says_it_is_starting_has_a_boots_allowance(port, caplog):
+    """A dataplane booting Spark (or waiting for another holder's first batch) says
+    "starting": said only once that has lasted `STARTING_REPORT_AFTER_S` (120 s)."""
+    caplog.set_level(logging.WARNING, "sps.supervisor")
+    watch, standby = HealthWatch(), [Service("dataplane-standby", port)]
+    Health.status, Health.unhealthy_body = 503, b'{"status": "starting", "phase": "waiting"}'
+    try:
+        watch.check(standby, 0.0)
+        watch.check(standby, 100.0)
+        assert caplog.messages == []
+        watch.check(standby, STARTING_REPORT_AFTER_S)
+        assert caplog.messages == [
+            "dataplane-standby unhealthy for 120 s (its /health: "
+            '{"status": "starting", "phase": "waiting"}); see its log'
+        ]
+    finally:
+        Health.unhealthy_body = b'{"status": "degraded"}'
