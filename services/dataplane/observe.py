@@ -153,7 +153,8 @@ class Observed:
     starts before anything else, so ``up``'s watch hears a process that waits or boots):
     "starting" while it waits for another holder's first batch (``phase`` "waiting", a
     restarted process) or boots Spark and its queries (``phase`` "starting"); once
-    ``running`` gives it the queries, the holder's ``health``, or, while another process
+    ``running`` gives it the queries, the holder's ``health`` ("starting" still while
+    its queries run but have not all finished a batch and served), or, while another process
     holds the lease, a warm "standby" (healthy). A first start before it takes the
     lease, or a takeover under way, is "starting" too."""
 
@@ -171,7 +172,10 @@ class Observed:
     def state(self) -> tuple[bool, dict[str, Any]]:
         queries = self.queries
         if queries is not None and self.lease.held:
-            return health(self.r, queries, lambda: self._serves(queries))
+            ok, said = health(self.r, queries, lambda: self._serves(queries))
+            if not ok and said["redis"] and all(q.isActive for q in queries()):
+                said["status"] = "starting"  # before its first batch, or before it serves
+            return ok, said
         # not the holder: ready to take over once warm, while another holds the lease
         if queries is not None and self._another_holds():
             return True, {"service": "dataplane", "status": "standby"}

@@ -62,10 +62,21 @@ def test_a_warm_process_stands_by_only_while_another_holds_the_lease(redis_clien
     observed.phase = "starting"
     redis_client.set(lease.key, "another:2:bb")
     assert observed.state() == (False, {**starting, "phase": "starting"})  # not warm yet
-    observed.running(topology.load("twitter"), lambda: [])
+    queries: list[SimpleNamespace] = []
+    observed.running(topology.load("twitter"), lambda: queries)
     assert observed.state() == (True, {"service": "dataplane", "status": "standby"})
     redis_client.delete(lease.key)  # the holder's lease lapsed: a takeover under way
     assert observed.state() == (False, {**starting, "phase": "starting"})
-    lease.held = True  # taken: its queries' health (none runs yet: degraded)
+    lease.held = True  # taken: its queries' health, starting until they run a batch
     ok, said = observed.state()
-    assert not ok and said["status"] == "degraded" and said["queries"] == {}
+    assert not ok and said["status"] == "starting" and said["queries"] == {}
+    queries.append(SimpleNamespace(name="q0", isActive=True, lastProgress=None, status={}))
+    assert observed.state()[1]["status"] == "starting"
+    queries[0].lastProgress = {"batchId": 0}  # past its first batch, idle: it serves
+    assert observed.state()[0] is True and observed.state()[1]["status"] == "ok"
+    queries[0].isActive = False  # stopped: degraded, said after the usual 10 s
+    assert observed.state() == (
+        False,
+        {"service": "dataplane", "status": "degraded", "redis": True, "serving": True}
+        | {"queries": {"q0": False}},
+    )
