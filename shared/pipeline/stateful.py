@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -49,6 +50,17 @@ class Store(Protocol):
     def mark_applied(self, event_id: str) -> None: ...
 
 
+_ABSENT = object()  # a field the input found missing
+
+
+@dataclass
+class Undo:
+    """One input's undo log: each field it touched as it was before, and ``changed``."""
+
+    changed: bool
+    old: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 class KeyState(MutableMapping[str, Any]):
     """``ctx.state``: one key's state, a mapping of JSON-serialisable values. Changes
     reach the store only when the operator returns (``save``): an event whose operator
@@ -63,14 +75,29 @@ class KeyState(MutableMapping[str, Any]):
             orjson.loads(orjson.dumps(found)) if found is not MISSING else {}
         )
         self._changed = False
+        self._undo: Undo | None = None
 
-    def snapshot(self) -> tuple[bytes, bool]:
-        """What ``restore`` puts back: a chained member's input that raises leaves no
-        write behind, its earlier inputs' writes stay."""
-        return orjson.dumps(self._data), self._changed
+    def snapshot(self) -> Undo:
+        """Begins an input's undo log, what ``restore`` puts back: a chained member's
+        input that raises leaves no write behind, its earlier inputs' writes stay. A field
+        is copied when the input first touches it, not the key's whole state per input."""
+        self._undo = Undo(self._changed)
+        return self._undo
 
-    def restore(self, snapshot: tuple[bytes, bool]) -> None:
-        self._data, self._changed = orjson.loads(snapshot[0]), snapshot[1]
+    def restore(self, undo: Undo) -> None:
+        for name, old in undo.old.items():
+            if old is _ABSENT:
+                self._data.pop(name, None)
+            else:
+                self._data[name] = old
+        self._changed, self._undo = undo.changed, None
+
+    def _remember(self, name: str) -> None:
+        undo = self._undo
+        if undo is not None and name not in undo.old:
+            old = self._data.get(name, _ABSENT)
+            mutable = isinstance(old, dict | list)  # the input may change it in place
+            undo.old[name] = orjson.loads(orjson.dumps(old)) if mutable else old
 
     def save(self) -> None:
         if not self._changed:
@@ -83,6 +110,7 @@ class KeyState(MutableMapping[str, Any]):
     def __getitem__(self, name: str) -> Any:
         value = self._data[name]
         if isinstance(value, dict | list):
+            self._remember(name)
             self._changed = True  # it may be changed in place
         return value
 
@@ -91,10 +119,12 @@ class KeyState(MutableMapping[str, Any]):
             orjson.dumps(value)
         except TypeError as exc:
             raise TypeError(f"ctx.state[{name!r}]: not JSON-serialisable ({exc})") from None
+        self._remember(name)
         self._data[name] = value
         self._changed = True
 
     def __delitem__(self, name: str) -> None:
+        self._remember(name)
         del self._data[name]
         self._changed = True
 

@@ -205,3 +205,41 @@ def test_every_output_of_a_keyed_head_reaches_its_keyed_member_under_the_heads_k
     out = core.apply(Event("e1", {"key": "a", "value": 3}, 1.0), ctx, store, [])
     assert [(i, p["n"]) for _, i, p in out] == [("e1", 1), ("e1/sum.1", 2)]
     assert store.get("s:tally", key_group("a", 128), "a") == {"n": 2, "last": 3}
+
+
+def test_a_members_failed_input_puts_back_only_what_it_touched():
+    """A keyed member's input that raises is undone field by field: a counter set, a list
+    grown in place, a nested map changed in place, a field deleted and one added all come
+    back as they were; the input before it (which returned) keeps its write."""
+    from elastic_sps.pipeline.local_store import MemoryStore
+    from elastic_sps.pipeline.stateful import KeyState
+
+    store = MemoryStore()
+    store.put("s", 0, "k", {"n": 1, "items": [1, 2], "m": {"a": 1}, "gone": True})
+    state = KeyState(store, 0, "k")
+    state.snapshot()  # the first input: it returns
+    state["n"] = 2
+    undo = state.snapshot()  # the second: it raises after these
+    state["n"] = 3
+    state["items"].append(3)
+    state["m"]["a"] = 5
+    del state["gone"]
+    state["new"] = 1
+    state.restore(undo)
+    assert dict(state) == {"n": 2, "items": [1, 2], "m": {"a": 1}, "gone": True}
+    state.save()
+    assert store.get("s", 0, "k") == {"n": 2, "items": [1, 2], "m": {"a": 1}, "gone": True}
+
+
+def test_an_undone_input_on_an_unchanged_key_writes_nothing():
+    from elastic_sps.io.state_store import MISSING
+    from elastic_sps.pipeline.local_store import MemoryStore
+    from elastic_sps.pipeline.stateful import KeyState
+
+    store = MemoryStore()
+    state = KeyState(store, 0, "k")
+    undo = state.snapshot()
+    state["n"] = 1
+    state.restore(undo)
+    state.save()
+    assert dict(state) == {} and store.get("s", 0, "k") is MISSING
