@@ -112,6 +112,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
             busy_s=res.busy,
             dead_lettered=res.dead,
             members_dead_lettered=res.members_dead,
+            incomplete=res.incomplete,
             expired=res.expired,
             active_replicas=active,
             latency_ms=res.latencies.values,

@@ -55,6 +55,7 @@ class SlotResult:
     emitted_to: dict[str, float] = field(default_factory=dict)  # per successor, Eq. 6
     dead: int = 0
     members_dead: int = 0  # chained members' own failed inputs (the chain's event processed)
+    incomplete: int = 0  # the chain's events one of whose members failed (never all out)
     expired: int = 0
     late: int = 0  # window events that arrived after their windows closed
     fired: int = 0  # windows closed and emitted
@@ -287,6 +288,9 @@ class SlotRun:
             return None
         if failed:
             self._members_failed(failed, msg)
+            self.res.incomplete += 1
+            if self.res.ids is not None:
+                self.res.ids.add(g.operator, "incomplete", ev.id)
         self.oks += 1  # the head took it
         if self.oks >= OKS_FOLD:
             with g.guard_lock:

@@ -102,12 +102,12 @@ def build(
 def _at_sinks(topo: Topology, metrics: list[dict], completed_ids: int | None) -> float:
     """What reached the sinks, in sink events (distinct ids per sink when the ledger ran:
     a replayed duplicate completes once); by the counters, a sink chain's processed events
-    less its members' failed inputs (``id_ledger.completed_count``)."""
+    less its events one of whose members failed (``id_ledger.completed_count``)."""
     if completed_ids is not None:
         return float(completed_ids)
     sinks = set(topo.sinks)
     return sum(
-        m.get("processed", 0) - m.get("members_dead_lettered", 0)
+        m.get("processed", 0) - m.get("incomplete", 0)
         for m in metrics
         if m.get("operator") in sinks
     )

@@ -30,6 +30,9 @@ class OperatorCounters(Record):
     # a chain's members after its head: their own failed inputs, dead-lettered while the
     # event that entered the chain counts as processed (so apart from its fates)
     members_dead_lettered: float = Field(default=0.0, ge=0)
+    # of the events it processed, those one of whose members failed: not all of their
+    # outputs left the chain (a sink chain's events that did not complete)
+    incomplete: float = Field(default=0.0, ge=0)
     expired: float = Field(default=0.0, ge=0)  # waited longer than t_out: not processed
     shed: float = Field(default=0.0, ge=0)  # ingress: events dropped by the shedder
     unkeyed: float = Field(default=0.0, ge=0)  # ingress: admitted without the key attribute

@@ -11,7 +11,9 @@ a loss. So, when tracking is on, each stage records ids in Redis sets, one per r
 * ``{prefix}:ids:{op}:processed`` / ``expired`` / ``dead``: what ``op`` did with them;
 * ``{prefix}:ids:{op}:members_dead``: inputs of a chain's members after its head that
   failed there (dead-lettered with their own ids): the event that entered the chain is
-  resolved as processed, so these are beside the stage's fates, not among them.
+  resolved as processed, so these are beside the stage's fates, not among them;
+* ``{prefix}:ids:{op}:incomplete``: the chain's events (among ``processed``) one of whose
+  members failed: at a sink chain, events whose outputs did not all arrive.
 
 An operator's *lost* ids are those sent to it and never processed, expired or
 dead-lettered there; its *duplicates* are the processings beyond one per id. Sets (not
@@ -28,7 +30,7 @@ from typing import Any
 
 from elastic_sps.io.knowledge_base import Keys
 
-KINDS = ("sent", "processed", "expired", "dead", "late", "members_dead")
+KINDS = ("sent", "processed", "expired", "dead", "late", "members_dead", "incomplete")
 TTL_S = 7 * 24 * 3600  # a run's ledger outlives its report by a week, then Redis drops it
 
 
@@ -83,7 +85,7 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
         pipe.sunionstore(resolved, [k["processed"], k["expired"], k["dead"], k["late"]])
         pipe.sdiff([k["sent"], resolved])
         pipe.delete(resolved)
-        sent, processed, expired, dead, late, members_dead, _, missing, _ = pipe.execute()
+        sent, processed, expired, dead, late, members_dead, _, _, missing, _ = pipe.execute()
         lost = len(missing)
         out.append(StageAccount(op, sent, processed, expired, dead, late, lost, members_dead))
     return out
@@ -92,26 +94,21 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
 def completed_count(redis: Any, prefix: str, sinks: Iterable[str]) -> int:
     """How many sink events completed: distinct ids per sink, summed (an event's outputs
     carry distinct ids, ``operators.with_ids``; a replayed one counts once), less a sink
-    chain's events one of whose members failed on the event's own id (its first output:
-    it never reached the sink's topic, though the chain processed the event)."""
-    sinks = list(sinks)
+    chain's events one of whose members failed (``incomplete``: not all of their outputs
+    reached the sink's topic, though the chain processed them)."""
     pipe = redis.pipeline(transaction=False)
     for s in sinks:
         pipe.scard(key(prefix, s, "processed"))
-        pipe.smembers(key(prefix, s, "members_dead"))
+        pipe.scard(key(prefix, s, "incomplete"))
     replies = pipe.execute()
-    total = int(sum(replies[0::2]))
-    for s, failed in zip(sinks, replies[1::2], strict=True):
-        if failed:
-            total -= sum(redis.smismember(key(prefix, s, "processed"), list(failed)))
-    return total
+    return int(sum(replies[0::2]) - sum(replies[1::2]))
 
 
 def completed_ids(redis: Any, prefix: str, sinks: Iterable[str]) -> set[str]:
     """Distinct ids that reached a sink (completed however often they were replayed; as
-    ``completed_count``, not a chain's event whose member failed on its own id)."""
+    ``completed_count``, not a sink chain's incomplete events)."""
     out: set[str] = set()
     for s in sinks:
-        done = redis.sdiff([key(prefix, s, "processed"), key(prefix, s, "members_dead")])
+        done = redis.sdiff([key(prefix, s, "processed"), key(prefix, s, "incomplete")])
         out |= {m.decode() if isinstance(m, bytes) else m for m in done}
     return out

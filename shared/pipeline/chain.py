@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_sps.model.topology import Operator, Topology
+from elastic_sps.pipeline.key_state import KeyState
 from elastic_sps.pipeline.operators import (
     Context,
     Emitted,
@@ -31,7 +32,6 @@ from elastic_sps.pipeline.operators import (
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
     Count,
-    KeyState,
     MemberStates,
     event_key,
     open_aggregate,

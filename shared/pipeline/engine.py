@@ -32,10 +32,10 @@ from elastic_sps.io.watermarks import Declaration, Valve
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import Topology
 from elastic_sps.pipeline.chain import ChainedOperator, MemberFailed
+from elastic_sps.pipeline.key_state import KeyState
 from elastic_sps.pipeline.operators import Context, Emitted, Runnable, normalise, with_ids
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
-    KeyState,
     MemberStates,
     Store,
     WindowAggregator,

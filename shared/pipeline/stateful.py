@@ -16,10 +16,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,6 +28,7 @@ from elastic_sps.io.state_store import MISSING, member_kind, window_field
 from elastic_sps.model.keyed import key_group
 from elastic_sps.model.records import lookup_first
 from elastic_sps.model.topology import Operator
+from elastic_sps.pipeline.key_state import KeyState
 from elastic_sps.pipeline.operators import OperatorLoadError, resolve
 
 
@@ -48,91 +48,6 @@ class Store(Protocol):
     def end_of(self, group: int, field: str) -> float | None: ...
     def applied(self, event_id: str) -> bool: ...
     def mark_applied(self, event_id: str) -> None: ...
-
-
-_ABSENT = object()  # a field the input found missing
-
-
-@dataclass
-class Undo:
-    """One input's undo log: each field it touched as it was before, and ``changed``."""
-
-    changed: bool
-    old: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
-class KeyState(MutableMapping[str, Any]):
-    """``ctx.state``: one key's state, a mapping of JSON-serialisable values. Changes
-    reach the store only when the operator returns (``save``): an event whose operator
-    raises leaves no write behind."""
-
-    def __init__(self, store: Store, group: int, key: str, kind: str = "s") -> None:
-        """``kind``: ``s``, or a keyed chain member's ``s:<member>`` (``MemberStates``)."""
-        self._store, self.group, self._key, self._kind = store, group, key, kind
-        found = store.get(kind, group, key)
-        # a copy: the operator may change nested values in place before it raises
-        self._data: dict[str, Any] = (
-            orjson.loads(orjson.dumps(found)) if found is not MISSING else {}
-        )
-        self._changed = False
-        self._undo: Undo | None = None
-
-    def snapshot(self) -> Undo:
-        """Begins an input's undo log, what ``restore`` puts back: a chained member's
-        input that raises leaves no write behind, its earlier inputs' writes stay. A field
-        is copied when the input first touches it, not the key's whole state per input."""
-        self._undo = Undo(self._changed)
-        return self._undo
-
-    def restore(self, undo: Undo) -> None:
-        for name, old in undo.old.items():
-            if old is _ABSENT:
-                self._data.pop(name, None)
-            else:
-                self._data[name] = old
-        self._changed, self._undo = undo.changed, None
-
-    def _remember(self, name: str) -> None:
-        undo = self._undo
-        if undo is not None and name not in undo.old:
-            old = self._data.get(name, _ABSENT)
-            mutable = isinstance(old, dict | list)  # the input may change it in place
-            undo.old[name] = orjson.loads(orjson.dumps(old)) if mutable else old
-
-    def save(self) -> None:
-        if not self._changed:
-            return
-        if self._data:
-            self._store.put(self._kind, self.group, self._key, self._data)
-        else:
-            self._store.delete(self._kind, self.group, self._key)
-
-    def __getitem__(self, name: str) -> Any:
-        value = self._data[name]
-        if isinstance(value, dict | list):
-            self._remember(name)
-            self._changed = True  # it may be changed in place
-        return value
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        try:
-            orjson.dumps(value)
-        except TypeError as exc:
-            raise TypeError(f"ctx.state[{name!r}]: not JSON-serialisable ({exc})") from None
-        self._remember(name)
-        self._data[name] = value
-        self._changed = True
-
-    def __delitem__(self, name: str) -> None:
-        self._remember(name)
-        del self._data[name]
-        self._changed = True
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 class NoKey(ValueError):

@@ -211,8 +211,8 @@ def test_a_members_failed_input_puts_back_only_what_it_touched():
     """A keyed member's input that raises is undone field by field: a counter set, a list
     grown in place, a nested map changed in place, a field deleted and one added all come
     back as they were; the input before it (which returned) keeps its write."""
+    from elastic_sps.pipeline.key_state import KeyState
     from elastic_sps.pipeline.local_store import MemoryStore
-    from elastic_sps.pipeline.stateful import KeyState
 
     store = MemoryStore()
     store.put("s", 0, "k", {"n": 1, "items": [1, 2], "m": {"a": 1}, "gone": True})
@@ -233,8 +233,8 @@ def test_a_members_failed_input_puts_back_only_what_it_touched():
 
 def test_an_undone_input_on_an_unchanged_key_writes_nothing():
     from elastic_sps.io.state_store import MISSING
+    from elastic_sps.pipeline.key_state import KeyState
     from elastic_sps.pipeline.local_store import MemoryStore
-    from elastic_sps.pipeline.stateful import KeyState
 
     store = MemoryStore()
     state = KeyState(store, 0, "k")
@@ -243,3 +243,29 @@ def test_an_undone_input_on_an_unchanged_key_writes_nothing():
     state.restore(undo)
     state.save()
     assert dict(state) == {} and store.get("s", 0, "k") is MISSING
+
+
+def test_what_an_earlier_input_held_is_put_back_too_and_in_its_place():
+    """The first input (it returns) sets `log` to a list it keeps and `b` to `a`'s list
+    (one list under two names); the second changes both lists through those references,
+    deletes `gone` and sets it again, then raises: every field is as the first input left
+    it, in the same order."""
+    from elastic_sps.pipeline.key_state import KeyState
+    from elastic_sps.pipeline.local_store import MemoryStore
+
+    store = MemoryStore()
+    store.put("s", 0, "k", {"first": 1, "a": [1], "gone": 0, "last": 2})
+    state = KeyState(store, 0, "k")
+    held: list[str] = []
+    state.snapshot()
+    state["log"] = held
+    state["b"] = state["a"]
+    undo = state.snapshot()
+    held.append("x")
+    state["a"].append(2)  # `b` too: the same list
+    del state["gone"]
+    state["gone"] = 5
+    state.restore(undo)
+    assert list(state.items()) == [
+        ("first", 1), ("a", [1]), ("gone", 0), ("last", 2), ("log", []), ("b", [1])
+    ]  # fmt: skip
