@@ -10,6 +10,10 @@ from typing import Any
 from elastic_sps.io.knowledge_base import KnowledgeBase
 from elastic_sps.settings import ServiceSettings
 
+# past the quiet time, how long more the drain waits for every event the entry step read
+# to have its admission fate counted (a killed task's reads can count twice: bounded)
+UNCOUNTED_WAIT_S = 30.0
+
 
 def quiet_s_of(ens: Any) -> float:
     """The source's idle time, two checkpoints (what a fired window's counters take to
@@ -71,6 +75,13 @@ def _behind(
     return behind
 
 
+def uncounted_at_entry(kb: KnowledgeBase) -> int:
+    """Events the entry step read whose fate (admitted, shed, dead-lettered) is not yet
+    counted: the fates leave with the checkpoint that records their progress."""
+    c = kb.ingress_counts()
+    return c.get("received", 0) - sum(c.get(n, 0) for n in ("admitted", "shed", "dead_lettered"))
+
+
 def drain(
     r: Any,
     prefix: str,
@@ -84,8 +95,9 @@ def drain(
     up to the partition ends the producers recorded, and nothing has moved since for
     longer than a source partition takes to be declared idle (``quiet_s``, by default
     ``quiet_s_of``): until then, a partition that stopped first holds windows open, which
-    fire at the idle declaration. Or time out. Event-driven: a slow machine only takes
-    longer, it does not end the drain early."""
+    fire at the idle declaration; at the entry step, until every event read has its
+    admission fate counted too (``UNCOUNTED_WAIT_S`` at most). Or time out.
+    Event-driven: a slow machine only takes longer, it does not end the drain early."""
     kb = KnowledgeBase(r, prefix)
     deadline = time.monotonic() + drain_s
     quiet_s = quiet_s_of(ens) if quiet_s is None else quiet_s
@@ -102,5 +114,7 @@ def drain(
         if behind or progress != last:
             quiet_since, last = time.monotonic(), progress
         elif time.monotonic() - quiet_since >= quiet_s:
-            return
+            waited = time.monotonic() - quiet_since - quiet_s
+            if source is None or uncounted_at_entry(kb) <= 0 or waited >= UNCOUNTED_WAIT_S:
+                return
         time.sleep(0.5)

@@ -108,3 +108,19 @@ def test_the_demo_s_drain_knows_where_auto_admitted(kafka_bootstrap, redis_url):
     assert not admits_at_entry(SimpleNamespace(env={}), r, fresh)
     assert admits_at_entry(SimpleNamespace(env={"SPS_ADMISSION": "entry"}), r, fresh)
     assert not admits_at_entry(SimpleNamespace(env={"SPS_ADMISSION": "ingress"}), r, fresh)
+
+
+def test_the_drain_counts_what_the_entry_step_read_and_has_not_yet_given_a_fate(
+    redis_client,
+):
+    """100 read at the entry step, 60 admitted, 30 shed, 5 dead-lettered (2 of the
+    admitted unkeyed): 5 without a counted fate yet; once they are admitted, none."""
+    from elastic_sps.io.knowledge_base import KnowledgeBase
+    from elastic_sps.services.ensemble.drain import uncounted_at_entry
+
+    kb = KnowledgeBase(redis_client, "t-drain")
+    counts = {"received": 100, "admitted": 60, "shed": 30, "dead_lettered": 5, "unkeyed": 2}
+    kb.set_ingress_counts(counts)
+    assert uncounted_at_entry(kb) == 5
+    kb.set_ingress_counts({**counts, "admitted": 65})
+    assert uncounted_at_entry(kb) == 0
