@@ -154,9 +154,8 @@ class Observed:
     "starting" while it waits for another holder's first batch (``phase`` "waiting", a
     restarted process) or boots Spark and its queries (``phase`` "starting"); once
     ``running`` gives it the queries, the holder's ``health`` ("starting" still while
-    its queries run but have not all finished a batch and served), or, while another process
-    holds the lease, a warm "standby" (healthy). A first start before it takes the
-    lease, or a takeover under way, is "starting" too."""
+    its queries run but have not all finished a batch and served), or, not holding the
+    lease, a warm "standby" (healthy)."""
 
     def __init__(self, r: Any, keys: Keys, lease: Any, task_window_s: float) -> None:
         self.r, self.keys, self.lease, self.task_window_s = r, keys, lease, task_window_s
@@ -176,18 +175,11 @@ class Observed:
             if not ok and said["redis"] and all(q.isActive for q in queries()):
                 said["status"] = "starting"  # before its first batch, or before it serves
             return ok, said
-        # not the holder: ready to take over once warm, while another holds the lease
-        if queries is not None and self._another_holds():
+        # not the holder, warm: a standby (also in a first start's moment before it takes
+        # the lease, which `up` and the tests take as ready, as before)
+        if queries is not None:
             return True, {"service": "dataplane", "status": "standby"}
         return False, {"service": "dataplane", "status": "starting", "phase": self.phase}
-
-    def _another_holds(self) -> bool:
-        try:
-            holder = self.r.get(self.lease.key)
-        except Exception:  # Redis away: not known to stand by
-            return False
-        holder = holder.decode() if isinstance(holder, bytes) else holder
-        return holder is not None and holder != self.lease.me
 
     def _serves(self, queries: Callable[[], list[Any]]) -> bool:
         # planned ranges only (no epochs): a task runs only while there is data to read
