@@ -260,6 +260,15 @@ class DataplaneSettings(AdmissionSettings):
         "(`up` and `demo` set 60 with SPS_DATAPLANE_STANDBY; 0: start at once).",
         ge=0,
     )
+    epoch_overlap_s: float = _f(
+        0.0,
+        "How long a task's replicas may go on serving past the end of its epoch, while "
+        "Spark ends the batch and starts the next one's tasks (0.2-2 s in which nothing "
+        "is read otherwise): the next task for the same slots takes them over without "
+        "a pause in the same Python worker, or from their commit in another (0: they stop "
+        "at the epoch's end).",
+        ge=0,
+    )
     stop_grace_s: float = _f(
         20.0,
         "On SIGTERM the dataplane ends its tasks' epochs at once, each committing what it "

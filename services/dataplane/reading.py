@@ -3,6 +3,7 @@ window, what upstream produces meanwhile, handed to each slot's thread."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,16 +22,18 @@ from elastic_sps.services.dataplane.worker import WORKER
 FETCH_WAIT_MS = 200
 
 
-def consumer_for(o: SourceOptions, topic: str) -> Consumer:
+def consumer_for(o: SourceOptions, topic: str, lane: int = 0) -> Consumer:
     """The worker's consumer of one operator's topic: assign only, no group (Spark's
-    offsets are the progress).
+    offsets are the progress). ``lane``: which of the topic's consumers, when a task's
+    replicas that outlived it (``overlap``) still read with another.
 
     One per topic: Spark gives a worker any operator's task, and one consumer moved from
     topic to topic each batch often took 0.2-1 s to deliver the first planned record of
     the new one, eating the task's window (twitter peers at 2,000 events/s: p50 342 ->
     155 ms, p90 1.2 s -> 0.48 s end to end with one consumer per topic)."""
+    name = ("consumer", o.bootstrap, topic) if lane == 0 else ("consumer", o.bootstrap, topic, lane)
     consumer: Consumer = WORKER.get(
-        ("consumer", o.bootstrap, topic),
+        name,
         lambda: Consumer(
             kafka_config(
                 o.bootstrap,
@@ -49,23 +52,30 @@ def consumer_for(o: SourceOptions, topic: str) -> Consumer:
     return consumer
 
 
-def warm_consumers(o: SourceOptions, topics: tuple[str, ...]) -> None:
-    """Once per worker and set of topics: a consumer for every operator topic, its
-    metadata fetched, so a worker's first batch on a topic does not wait for the
-    connection (the warm-up batch runs this before the dataplane reports itself healthy)."""
+def warm_consumers(o: SourceOptions, topics: tuple[str, ...], lanes: int = 1) -> None:
+    """Once per worker and set of topics: a consumer for every operator topic (in each of
+    ``lanes``), its metadata fetched, so a worker's first batch on a topic does not wait
+    for the connection (the warm-up batch runs this before the dataplane reports itself
+    healthy)."""
     WORKER.get(
-        ("consumers_warm", o.bootstrap, topics),
-        lambda: [consumer_for(o, t).list_topics(t, timeout=10) for t in topics],
+        ("consumers_warm", o.bootstrap, topics, lanes),
+        lambda: [
+            consumer_for(o, t, lane).list_topics(t, timeout=10)
+            for t in topics
+            for lane in range(lanes)
+        ],
     )
 
 
-def read_slots(o: SourceOptions, topic: str, slots: tuple[Slot, ...]) -> dict[int, list[Any]]:
+def read_slots(
+    o: SourceOptions, topic: str, slots: tuple[Slot, ...], lane: int = 0
+) -> dict[int, list[Any]]:
     """Every slot's records [start, end) with one consumer (assign, no group)."""
     out: dict[int, list[Any]] = {s.replica: [] for s in slots}
     todo = {s.replica: s for s in slots if s.events}
     if not todo:
         return out
-    consumer = consumer_for(o, topic)
+    consumer = consumer_for(o, topic, lane)
     consumer.assign([TopicPartition(topic, s.replica, s.start) for s in todo.values()])
     nxt = {j: s.start for j, s in todo.items()}  # offsets can skip (markers): track them
     deadline = time.monotonic() + 60
@@ -191,26 +201,28 @@ def feed_window(
     topic: str,
     feeds: dict[int, Feed],
     starts: dict[int, int],
-    deadline: float,
+    deadline: Callable[[], float],
     stop: Callable[[], bool] = lambda: False,
     moves: KeyedMoves | None = None,
     reads: Reads | None = None,
     ahead: int = 50 * READ_MAX,
+    lane: int = 0,
 ) -> None:
-    """Read the live slots' partitions from ``starts`` until ``deadline``, or until
+    """Read the live slots' partitions from ``starts`` until ``deadline()`` (monotonic;
+    it may move later while the window runs, ``overlap``), or until
     ``stop`` says the epoch must end, handing each read's records to their slots, a
     partition's as one ``Batch`` with its arrival time; between reads ``moves`` may hand
     partitions to other replicas (it reroutes ``feeds``), and ``reads`` learns the
     partitions' ends and what each read took; a feed holds at most about ``ahead``
     records (``ReadAhead``). Always ends every feed."""
-    consumer = consumer_for(o, topic)
+    consumer = consumer_for(o, topic, lane)
     pacing = ReadAhead(consumer, topic, ahead, reads.paused if reads is not None else set())
     asked = time.monotonic()
     ended = {id(q): q for q in feeds.values()}
     try:
         if feeds:
             consumer.assign([TopicPartition(topic, j, at) for j, at in starts.items()])
-        while feeds and (left := deadline - time.monotonic()) > 0:
+        while feeds and (left := deadline() - time.monotonic()) > 0:
             if time.monotonic() - asked >= STOP_CHECK_S:
                 asked = time.monotonic()
                 if stop():
@@ -233,3 +245,21 @@ def feed_window(
             consumer.unassign()
         for q in ended.values():
             q.put(WINDOW_END)
+
+
+_LANES = threading.Lock()
+
+
+def take_lane(o: SourceOptions, topic: str) -> int:
+    """A consumer of ``topic`` no live window of this worker reads with (``free_lane``
+    gives it back): lane 0 unless replicas that outlived their task hold it."""
+    with _LANES:
+        busy: set[int] = WORKER.get(("lanes", o.bootstrap, topic), set)
+        lane = min(set(range(len(busy) + 1)) - busy)
+        busy.add(lane)
+        return lane
+
+
+def free_lane(o: SourceOptions, topic: str, lane: int) -> None:
+    with _LANES:
+        WORKER.get(("lanes", o.bootstrap, topic), set).discard(lane)

@@ -32,36 +32,46 @@ from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed, size
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.occupancy import Occupancy
-from elastic_sps.services.dataplane.options import SourceOptions
-from elastic_sps.services.dataplane.publishing import TaskSpan, publish
+from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.reading import (
     Reads,
     feed_window,
     read_ahead,
-    read_slots,
-    warm_consumers,
 )
-from elastic_sps.services.dataplane.slots import Slot, SlotRow
+from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
-from elastic_sps.services.dataplane.worker import WORKER, threads
+from elastic_sps.services.dataplane.worker import threads
+
+
+@dataclass
+class Span:
+    """When a task's live window ends (monotonic), shared by its reader and replicas: a
+    window that outlives its task is moved on by the next one (``overlap``)."""
+
+    deadline: float
 
 
 @dataclass
 class Epoch:
-    """How a replica serves its live feed: until ``deadline`` (monotonic), checkpointing
-    every ``checkpoint_s`` (0: only at the end)."""
+    """How a replica serves its live feed: until ``deadline`` (monotonic; the ``span``'s
+    when it has one), checkpointing every ``checkpoint_s`` (0: only at the end)."""
 
     deadline: float
     checkpoint_s: float = 0.0
     last: float = field(default_factory=time.monotonic)
+    span: Span | None = None
+
+    def end(self) -> float:
+        return self.span.deadline if self.span is not None else self.deadline
 
     def due(self, now: float) -> bool:
         return self.checkpoint_s > 0 and now - self.last >= self.checkpoint_s
 
     def wait_s(self, now: float) -> float:
         """How long a take may block: until the next checkpoint, or the deadline."""
-        until = self.deadline if self.checkpoint_s <= 0 else self.last + self.checkpoint_s
-        return max(0.0, min(until, self.deadline) - now)
+        end = self.end()
+        until = end if self.checkpoint_s <= 0 else self.last + self.checkpoint_s
+        return max(0.0, min(until, end) - now)
 
 
 class Replica:
@@ -74,7 +84,7 @@ class Replica:
         self.clock = Occupancy(g.cost_mode, g.op.et_s)
         self.runs: dict[int, SlotRun] = {}
         self.waiting: dict[int, tuple[HandOver, list[Batch]]] = {}
-        self.deadline = 0.0  # the epoch's (monotonic)
+        self.epoch = Epoch(0.0)
 
     def add(self, slot: Slot) -> SlotRun:
         run = SlotRun(self.g, slot)
@@ -97,7 +107,7 @@ class Replica:
     def serve_feed(self, feed: Feed, epoch: Epoch) -> None:
         """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint
         when one is due, whether or not anything arrived."""
-        self.deadline = epoch.deadline
+        self.epoch = epoch
         while (chunk := _take(feed, epoch, self.held_until())) is not None:
             self.take_in(chunk)
             self.adopt_released()
@@ -156,7 +166,7 @@ class Replica:
         there, and the next task starts from that owner's commit."""
         if move.partition in self.waiting:
             earlier = self.waiting[move.partition][0]
-            if not earlier.done.wait(timeout=max(0.0, self.deadline - time.monotonic())):
+            if not earlier.done.wait(timeout=max(0.0, self.epoch.end() - time.monotonic())):
                 return
             self.adopt_released()
         run = self.runs.pop(move.partition)
@@ -260,8 +270,8 @@ def _take(feed: Feed, epoch: Epoch, wake_at: float | None = None) -> list[Any] |
     try:
         item = feed.get(timeout=wait)
     except Empty:
-        return [] if time.monotonic() <= epoch.deadline else None
-    if item is WINDOW_END or time.monotonic() > epoch.deadline:
+        return [] if time.monotonic() <= epoch.end() else None
+    if item is WINDOW_END or time.monotonic() > epoch.end():
         return None
     chunk, records = [item], size(item)
     while records < CHUNK:
@@ -331,22 +341,25 @@ def run_windowed(
     g: GroupRun,
     slots: tuple[Slot, ...],
     records: dict[int, list[Any]],
-    deadline: float,
+    deadline: float | Span,
     stop: Callable[[], bool],
     moves_in_task: bool = False,
     entry: EntryTask | None = None,
+    lane: int = 0,
 ) -> list[SlotResult]:
     """Every replica in its own thread; the live ones go on with what upstream produces
     until ``deadline`` (or ``stop``), so an event crosses several operators within one
     task. ``moves_in_task``: this task serves every partition of a keyed operator, so
-    a new count is handed over inside it (``handover``)."""
+    a new count is handed over inside it (``handover``). ``deadline``: a ``Span`` when the
+    window may outlive its task (``overlap``); ``lane``: the reader's consumer."""
     every = g.o.settings.checkpoint_s
+    span = deadline if isinstance(deadline, Span) else Span(deadline)
     queues: dict[int, Feed] = {}
     futures = []
 
     def start(replica_id: int, own: list[Slot]) -> Feed | None:
         feed = None if own and own[0].drain else queues.setdefault(replica_id, Feed())
-        args = (g, replica_id, own, records, feed, Epoch(deadline, every))
+        args = (g, replica_id, own, records, feed, Epoch(span.deadline, every, span=span))
         futures.append(threads().submit(serve_replica, *args))
         return feed
 
@@ -372,67 +385,18 @@ def run_windowed(
     try:
         ahead = read_ahead(g.op.et_s)
         feed_window(
-            g.o, g.topic, feeds, starts, deadline, lambda: stop() or failed(), moves, reads, ahead
+            g.o,
+            g.topic,
+            feeds,
+            starts,
+            lambda: span.deadline,
+            lambda: stop() or failed(),
+            moves,
+            reads,
+            ahead,
+            lane,
         )
     finally:
         if entry is not None:  # what the next epoch's planned read must not count again
             entry.save(reads.read_to)
     return [res for f in futures for res in f.result()]
-
-
-def run_group(
-    o: SourceOptions,
-    operator: str,
-    slots: tuple[Slot, ...],
-    active: int,
-    serve_s: float = 0,
-    keyed_active: Mapping[str, int] | None = None,
-    moves_in_task: bool = False,
-    holder: str | None = None,
-    warm: bool = False,
-) -> list[SlotRow]:
-    """``serve_s``: windowed, how long the task serves (``source._serve_seconds``; the
-    task window when the driver did not say); ``keyed_active``: the counts the epoch
-    was planned with of the keyed operators whose moves need new tasks (a change ends
-    it); ``moves_in_task``: this operator's moves are handed over inside this task;
-    ``holder``: the task's dataplane process (its graceful stop ends the epoch), which
-    a task past the warm-up batch (not ``warm``) records as it starts serving (its
-    /health waits for that)."""
-    WORKER.freeze_heap_once()
-    began, began_at = time.monotonic(), time.time()
-    g = GroupRun(o, operator, active)
-    warm_consumers(o, tuple({g.topic, *(g.keys.topic(name) for name in g.topo.names)}))
-    if not g.op.stateful:  # a keyed slot skips what its partition committed by itself
-        slots = resumed(slots, g.r.hgetall(g.keys.committed(operator)))
-    began_read = time.time()
-    records = read_slots(o, g.topic, slots)
-    backlog = sum(len(r) for r in records.values())
-    entry = EntryTask(g, slots) if g.admits else None
-    if entry is not None:
-        entry.planned(records, began_read)
-    if holder and not warm:
-        g.r.sadd(g.keys.tasks_serving, holder)
-    window = o.task_window_s
-    if window > 0:
-        stop = epoch_ends(g, keyed_active or {}, holder)
-        deadline = began + (serve_s or window)
-        results = run_windowed(g, slots, records, deadline, stop, moves_in_task, entry)
-    else:
-        replicas = by_replica(slots)
-        served = threads().map(lambda r: serve_replica(g, r[0].replica_id, r, records), replicas)
-        results = [res for group in served for res in group]
-    g.producer.flush()  # downstream events first: their ends must be recorded before commit
-    publish(g, results, TaskSpan(began_at, time.time(), backlog))
-    by_slot = {s.replica: s for s in slots}
-    return [
-        SlotRow(
-            r.replica,
-            by_slot[r.replica].start,
-            r.next_offset,
-            r.processed,
-            r.emitted,
-            r.dead,
-            r.busy,
-        )
-        for r in results
-    ]

@@ -4,7 +4,7 @@ A replica is a unit of capacity, not a Spark task: one task per replica per micr
 costs ~35 ms of a 2-core machine whatever it reads (measured, local[2]), so a query's
 cycle grew linearly with its active replicas and
 scaling out *cost* latency. Instead each task serves a group of replica slots, each slot
-in its own thread (``replica.run_group``): a ``wait``-bound replica releases the GIL while
+in its own thread (``task.run_group``): a ``wait``-bound replica releases the GIL while
 occupied, so slots in one task run concurrently; ``cpu``-bound operators get one task per
 core (``tasks_per_query``). A slot that has nothing to read costs nothing.
 """

@@ -2,7 +2,7 @@
 *active* replica of every operator (the counts read from the knowledge base as the batch
 is planned), plus a slot for each inactive one that still holds events (with epochs,
 every inactive one, served for the window: ``slots.plan_slots``), and packs the slots
-into Spark tasks (``slots.py``); a task runs its slots' replicas (``replica.run_group``).
+into Spark tasks (``slots.py``); a task runs its slots' replicas (``task.run_group``).
 
 Spark pickles the reader to its Python workers, so clients are opened lazily, never in
 ``__init__``.
@@ -404,7 +404,7 @@ class OperatorReader(DataSourceStreamReader):
 
     # -- executor side -----------------------------------------------------------------
     def read(self, partition: InputPartition) -> Any:
-        from elastic_sps.services.dataplane.replica import run_group
+        from elastic_sps.services.dataplane.task import run_group
 
         assert isinstance(partition, SlotGroup)
         yield from run_group(

@@ -57,6 +57,21 @@ def trigger_running(query: Any) -> bool:
         return False
 
 
+def windows_serving(r: Any, keys: Keys, holder: str) -> bool:
+    """Whether any of ``holder``'s tasks' windows still serve past their task
+    (``overlap.py``): they too end at the stop request and commit."""
+    from redis.exceptions import RedisError
+
+    from elastic_sps.io.marks import text
+
+    try:
+        found = list(r.scan_iter(keys.overlaps, count=1000))
+        marks = r.mget(found) if found else []
+    except RedisError:
+        return False
+    return any(m is not None and text(m).split("|", 1)[0] == holder for m in marks)
+
+
 def end_epochs(
     r: Any, keys: Keys, holder: str, queries: Sequence[Any], grace_s: float, poll_s: float = 0.1
 ) -> bool:
@@ -80,9 +95,14 @@ def end_epochs(
         if not pending or time.monotonic() - began >= grace_s:
             break
         time.sleep(poll_s)
+    while not pending and windows_serving(r, keys, holder):
+        if time.monotonic() - began >= grace_s:
+            pending = ["a window past its task"]
+            break
+        time.sleep(poll_s)
     if pending:
         log.warning(
-            "stopping: %d queries still inside a batch after %.0f s; stopping them as they are",
+            "stopping: %d queries or windows still serving after %.0f s; stopping as they are",
             len(pending),
             grace_s,
         )

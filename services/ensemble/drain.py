@@ -75,11 +75,12 @@ def _behind(
     return behind
 
 
-def uncounted_at_entry(kb: KnowledgeBase) -> int:
-    """Events the entry step read whose fate (admitted, shed, dead-lettered) is not yet
-    counted: the fates leave with the checkpoint that records their progress."""
-    c = kb.ingress_counts()
-    return c.get("received", 0) - sum(c.get(n, 0) for n in ("admitted", "shed", "dead_lettered"))
+def uncounted_at_entry(counts: dict[str, int]) -> int:
+    """Of the ingress counts (``KnowledgeBase.ingress_counts``), events the entry step
+    read whose fate (admitted, shed, dead-lettered) is not yet counted: the fates leave
+    with the checkpoint that records their progress."""
+    fates = sum(counts.get(n, 0) for n in ("admitted", "shed", "dead_lettered"))
+    return counts.get("received", 0) - fates
 
 
 def drain(
@@ -107,14 +108,15 @@ def drain(
         tick()
         behind = _behind(kb, topo, source)
         # what every stage has done (its counters, published at each checkpoint)
+        counts = kb.ingress_counts()
         progress = (
-            kb.ingress_counts().get("received"),
+            counts.get("received"),
             [sorted(kb.counts(op.name).items()) for op in topo.operators],
         )
         if behind or progress != last:
             quiet_since, last = time.monotonic(), progress
         elif time.monotonic() - quiet_since >= quiet_s:
             waited = time.monotonic() - quiet_since - quiet_s
-            if source is None or uncounted_at_entry(kb) <= 0 or waited >= UNCOUNTED_WAIT_S:
+            if source is None or uncounted_at_entry(counts) <= 0 or waited >= UNCOUNTED_WAIT_S:
                 return
         time.sleep(0.5)

@@ -148,6 +148,8 @@ def _accounting(
     ingress_dead = int(ingress_counts.get("dead_lettered", 0))
     return {
         "sent": sent,
+        # read from the source by whatever admits (the ingress or the entry step)
+        "received": int(ingress_counts.get("received", 0)),
         "admitted": admitted,
         "shed": int(ingress_counts.get("shed", 0)),
         "processed": int(processed),

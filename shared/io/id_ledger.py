@@ -68,6 +68,7 @@ class StageAccount:
     late: int  # reached a window operator after its window closed (dead-lettered too)
     lost: int  # sent here, and neither processed, expired, dead-lettered nor late here
     members_dead: int = 0  # a chain's members' own failed inputs (its events processed)
+    incomplete: int = 0  # a sink chain's processed events one of whose members failed
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -85,9 +86,14 @@ def stage_accounts(redis: Any, prefix: str, operators: Iterable[str]) -> list[St
         pipe.sunionstore(resolved, [k["processed"], k["expired"], k["dead"], k["late"]])
         pipe.sdiff([k["sent"], resolved])
         pipe.delete(resolved)
-        sent, processed, expired, dead, late, members_dead, _, _, missing, _ = pipe.execute()
-        lost = len(missing)
-        out.append(StageAccount(op, sent, processed, expired, dead, late, lost, members_dead))
+        sent, processed, expired, dead, late, members_dead, incomplete, _, missing, _ = (
+            pipe.execute()
+        )
+        out.append(
+            StageAccount(
+                op, sent, processed, expired, dead, late, len(missing), members_dead, incomplete
+            )
+        )
     return out
 
 

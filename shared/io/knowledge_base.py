@@ -100,6 +100,22 @@ class Keys:
         an old holder's late task cannot take a new holder's mark away)."""
         return f"{self.prefix}:dp:serving_holders"
 
+    def overlap(self, op: str, partition: int) -> str:
+        """Who serves ``op``'s ``partition`` past its task's epoch (``holder|token``, with
+        an expiry): the next task for it takes over from there
+        (``services/dataplane/overlap.py``)."""
+        return f"{self.prefix}:dp:overlap:{op}:{partition}"
+
+    @property
+    def overlaps(self) -> str:
+        """The pattern every ``overlap`` record of the deployment matches."""
+        return f"{self.prefix}:dp:overlap:*"
+
+    def overlap_end(self, token: str) -> str:
+        """Set by a task that needs the partitions of the window ``token`` served: it
+        ends and commits."""
+        return f"{self.prefix}:dp:overlap_end:{token}"
+
     def dataplane_stopping(self, holder: str) -> str:
         """Set by a lease holder stopping gracefully: its source plans no further batch
         and its tasks end their epochs at once (``services/dataplane/stopping.py``)."""

@@ -120,7 +120,8 @@ def test_one_goal_scales_first_then_sheds_under_overload_and_accounts_for_every_
     print("measured queuing latency (ms):", rep["queuing_ms_mean"], "shed:", rep["shed"])
     assert rep["intervals_short"] > 0  # the plan said the pool cannot meet the need
     assert rep["shed"] > 0
-    assert rep["sent"] == rep["admitted"] + rep["shed"]
+    fates = ("sent", "received", "admitted", "shed", "dead_lettered", "processed", "lost")
+    assert rep["sent"] == rep["admitted"] + rep["shed"], {k: rep[k] for k in fates}
     assert rep["lost"] == 0
     assert rep["processed"] == rep["admitted"]
     rows = json.loads((tmp_path / "intervals.json").read_text())

@@ -121,6 +121,6 @@ def test_the_drain_counts_what_the_entry_step_read_and_has_not_yet_given_a_fate(
     kb = KnowledgeBase(redis_client, "t-drain")
     counts = {"received": 100, "admitted": 60, "shed": 30, "dead_lettered": 5, "unkeyed": 2}
     kb.set_ingress_counts(counts)
-    assert uncounted_at_entry(kb) == 5
+    assert uncounted_at_entry(kb.ingress_counts()) == 5
     kb.set_ingress_counts({**counts, "admitted": 65})
-    assert uncounted_at_entry(kb) == 0
+    assert uncounted_at_entry(kb.ingress_counts()) == 0

@@ -1,5 +1,5 @@
 """Admission as the entry operator's first step (``admission: entry``), through a real
-task's epoch (``replica.run_group``) on a real broker and redis-server: the entry
+task's epoch (``task.run_group``) on a real broker and redis-server: the entry
 operator's replicas read the source topic's partitions themselves. Every record ends
 admitted (processed once, by id) or dead-lettered with the reason; the run's ingress
 counts and λ_G's ``source`` rows count each record once; each source partition's
@@ -32,8 +32,8 @@ from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
-from elastic_sps.services.dataplane.replica import run_group
 from elastic_sps.services.dataplane.slots import Slot
+from elastic_sps.services.dataplane.task import run_group
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
 from tests.support.step_after import step_after

@@ -55,5 +55,6 @@ def test_a_chained_members_failed_input_is_beside_the_chains_fates(redis_client)
     pipe.execute()
     (acc,) = id_ledger.stage_accounts(redis_client, "run3", ["c"])
     assert (acc.sent, acc.processed, acc.dead, acc.lost, acc.members_dead) == (3, 3, 0, 0, 2)
+    assert acc.incomplete == 2
     assert id_ledger.completed_count(redis_client, "run3", ["c"]) == 1
     assert id_ledger.completed_ids(redis_client, "run3", ["c"]) == {"e1"}

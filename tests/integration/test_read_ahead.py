@@ -38,9 +38,10 @@ def test_a_feed_holds_about_its_limit_and_pausing_loses_nothing(
     o = SourceOptions.model_construct(settings=settings)
     feed = Feed()  # one replica's, both partitions
     done = threading.Event()
+    until = time.monotonic() + 120
     reader = threading.Thread(
         target=lambda: (feed_window(o, topic, {0: feed, 1: feed}, {0: 0, 1: 0},
-                                    time.monotonic() + 120, done.is_set, ahead=LIMIT)),
+                                    lambda: until, done.is_set, ahead=LIMIT)),
         daemon=True,
     )  # fmt: skip
     reader.start()
