@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from elastic_sps.io.marks import text
 from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.group import GroupRun
@@ -105,7 +107,10 @@ class Window:
                 if _open_windows().get(self.key) is self:
                     with _REGISTRY_LOCK:
                         _open_windows().pop(self.key, None)
-            self._unrecord()
+            try:
+                self._unrecord()
+            except RedisError as exc:  # its records lapse on their own
+                log.warning("a window's records not removed: %r", exc)
             free_lane(self.g.o, self.g.topic, self.lane)
             self.done.set()
 
@@ -172,6 +177,41 @@ def slot_rows(slots: tuple[Slot, ...], results: list[SlotResult]) -> list[SlotRo
         )
         for r in results
     ]
+
+
+CLAIM_TTL_S = 3600  # a batch's claims outlive any of its tasks' retries
+
+
+def claim(
+    g: GroupRun,
+    groups: tuple[tuple[Slot, ...], ...],
+    index: int,
+    batch: str,
+    planned: Mapping[str, int],
+    moves_in_task: bool,
+) -> tuple[Slot, ...]:
+    """Which of ``batch``'s ``groups`` of the operator task ``index`` serves: the one its
+    earlier attempt claimed (a retry); else one whose window this worker still serves,
+    if no other task took it first; else its own; else the first no task took. Spark
+    gives the batch's tasks to whichever Python workers are idle, so a task's own group
+    often lives in another worker's window, whose end and commit it would wait for.
+    As many tasks as groups, each claiming one (``SET NX``): each group served once."""
+    keys = [g.keys.overlap_claim(batch, k) for k in range(len(groups))]
+    for k, v in enumerate(g.r.mget(keys)):
+        if v is not None and text(v) == str(index):
+            return groups[k]
+    with _REGISTRY_LOCK:
+        open_keys = set(_open_windows())
+    local = [
+        k
+        for k, slots in enumerate(groups)
+        if signature(g, slots, planned, moves_in_task) in open_keys
+    ]
+    rest = [k for k in range(len(groups)) if k not in local and k != index]
+    for k in [*local, index, *rest]:
+        if g.r.set(keys[k], str(index), nx=True, ex=CLAIM_TTL_S):
+            return groups[k]
+    raise RuntimeError(f"{g.operator}: batch {batch}: every group claimed before task {index}")
 
 
 def take_over(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,8 +58,13 @@ class SlotGroup(InputPartition):
         keyed_active: dict[str, int] | None = None,
         moves_in_task: bool = False,
         warm: bool = False,
+        peers: tuple[tuple[Slot, ...], ...] = (),
+        batch: str = "",
     ) -> None:
         self.operator, self.slots, self.active = operator, slots, active
+        # every group of the operator's slots this batch (``slots`` among them) and the
+        # batch's name: with overlapping windows a task may serve another's group
+        self.peers, self.batch = peers, batch
         self.warm = warm  # the warm-up batch's: not yet serving (``run_group``'s ``warm``)
         self.serve_s = serve_s  # windowed: how long the task serves (slots.serve_seconds)
         # the keyed operators' counts the epoch is planned with: a change ends the epoch
@@ -280,8 +286,10 @@ class OperatorReader(DataSourceStreamReader):
             in_task = op in moves_in_task
             if in_task:
                 self._moved_in_task.add(op)
+            peers, batch = tuple(groups), uuid.uuid4().hex[:12]
             tasks.extend(
-                SlotGroup(op, g, active[op], serve_s, spread, in_task, warm) for g in groups
+                SlotGroup(op, g, active[op], serve_s, spread, in_task, warm, peers, batch)
+                for g in groups
             )
             kb.log_batch(pipe, op, self._log_entry(slots, active[op], len(groups), serve_s))
         pipe.execute()
@@ -417,4 +425,5 @@ class OperatorReader(DataSourceStreamReader):
             partition.moves_in_task,
             self.o.holder or None,
             partition.warm,
+            (partition.peers, partition.batch),
         )

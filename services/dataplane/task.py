@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
-from elastic_sps.services.dataplane.overlap import serve, signature, slot_rows, take_over
+from elastic_sps.services.dataplane.overlap import (
+    claim,
+    serve,
+    signature,
+    slot_rows,
+    take_over,
+)
 from elastic_sps.services.dataplane.publishing import TaskSpan, publish
-from elastic_sps.services.dataplane.reading import read_slots, take_lane, warm_consumers
+from elastic_sps.services.dataplane.reading import (
+    free_lane,
+    read_slots,
+    take_lane,
+    warm_consumers,
+)
 from elastic_sps.services.dataplane.replica import (
     by_replica,
     epoch_ends,
@@ -34,6 +46,7 @@ def run_group(
     moves_in_task: bool = False,
     holder: str | None = None,
     warm: bool = False,
+    batch: tuple[tuple[tuple[Slot, ...], ...], str] = ((), ""),
 ) -> list[SlotRow]:
     """``serve_s``: windowed, how long the task serves (``source._serve_seconds``; the
     task window when the driver did not say); ``keyed_active``: the counts the epoch
@@ -41,7 +54,9 @@ def run_group(
     it); ``moves_in_task``: this operator's moves are handed over inside this task;
     ``holder``: the task's dataplane process (its graceful stop ends the epoch), which
     a task past the warm-up batch (not ``warm``) records as it starts serving (its
-    /health waits for that)."""
+    /health waits for that); ``batch``: every group of the operator's slots this batch
+    and the batch's name (with overlapping windows, the task serves the group it
+    claims: ``overlap.claim``)."""
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
@@ -49,6 +64,10 @@ def run_group(
     overlap_s = o.settings.epoch_overlap_s if window > 0 else 0.0
     deadline = began + (serve_s or window)
     stop = epoch_ends(g, keyed_active or {}, holder) if window > 0 else (lambda: False)
+    peers, name = batch
+    if overlap_s > 0 and name and len(peers) > 1 and slots in peers:
+        index = peers.index(slots)
+        slots = claim(g, peers, index, name, keyed_active or {}, moves_in_task)
     key = signature(g, slots, keyed_active or {}, moves_in_task)
     # the warm-up batch and a draining slot's task end with their epoch
     outlive = 0.0 if warm or any(s.drain for s in slots) else overlap_s
@@ -57,17 +76,12 @@ def run_group(
             g.r.sadd(g.keys.tasks_serving, holder)
         return taken.wait(deadline, outlive)
     lane = take_lane(o, g.topic) if overlap_s > 0 else 0
-    # with overlaps, a second lane per topic: the first may be a window's past its task
-    lanes = 2 if overlap_s > 0 else 1
-    warm_consumers(o, tuple({g.topic, *(g.keys.topic(name) for name in g.topo.names)}), lanes)
-    if not g.op.stateful:  # a keyed slot skips what its partition committed by itself
-        slots = resumed(slots, g.r.hgetall(g.keys.committed(operator)))
-    began_read = time.time()
-    records = read_slots(o, g.topic, slots, lane)
+    try:
+        slots, records, entry = _planned(g, slots, lane, 2 if overlap_s > 0 else 1)
+    except BaseException:
+        free_lane(o, g.topic, lane)
+        raise
     backlog = sum(len(r) for r in records.values())
-    entry = EntryTask(g, slots) if g.admits else None
-    if entry is not None:
-        entry.planned(records, began_read)
     if holder and not warm:
         g.r.sadd(g.keys.tasks_serving, holder)
     if overlap_s > 0:
@@ -82,3 +96,22 @@ def run_group(
     g.producer.flush()  # downstream events first: their ends must be recorded before commit
     publish(g, results, TaskSpan(began_at, time.time(), backlog))
     return slot_rows(slots, results)
+
+
+def _planned(
+    g: GroupRun, slots: tuple[Slot, ...], lane: int, lanes: int
+) -> tuple[tuple[Slot, ...], dict[int, list[Any]], EntryTask | None]:
+    """The slots as resumed, their planned records read with ``lane``'s consumer, and the
+    entry step's part of the task (its planned records counted as arrivals). With
+    overlaps, ``lanes`` consumers per topic are warmed: a window past its task may
+    hold the first."""
+    topics = tuple({g.topic, *(g.keys.topic(name) for name in g.topo.names)})
+    warm_consumers(g.o, topics, lanes)
+    if not g.op.stateful:  # a keyed slot skips what its partition committed by itself
+        slots = resumed(slots, g.r.hgetall(g.keys.committed(g.operator)))
+    began_read = time.time()
+    records = read_slots(g.o, g.topic, slots, lane)
+    entry = EntryTask(g, slots) if g.admits else None
+    if entry is not None:
+        entry.planned(records, began_read)
+    return slots, records, entry

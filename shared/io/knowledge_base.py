@@ -106,6 +106,12 @@ class Keys:
         (``services/dataplane/overlap.py``)."""
         return f"{self.prefix}:dp:overlap:{op}:{partition}"
 
+    def overlap_claim(self, batch: str, group: int) -> str:
+        """Which task (its index in the batch) serves a batch's ``group`` of an operator's
+        slots, when windows overlap: a task takes the group whose window its worker
+        still serves (``overlap.claim``)."""
+        return f"{self.prefix}:dp:claim:{batch}:{group}"
+
     @property
     def overlaps(self) -> str:
         """The pattern every ``overlap`` record of the deployment matches."""

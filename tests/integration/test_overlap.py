@@ -116,3 +116,37 @@ def test_a_window_whose_process_died_holds_its_partitions_until_its_record_lapse
     assert time.monotonic() - began >= 1.4
     assert run["r"].get(keys.overlap_end("dead")) == b"1"
     assert processed(run) == {"o10"}
+
+
+def test_a_task_claims_the_group_whose_window_its_worker_serves(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """Two groups of two replicas, one partition each. Batch b1: task 0 serves its own
+    group, whose window outlives it. Batch b2, in the same worker: task 1 comes first
+    and claims group 0, whose window it takes over; task 0 then gets group 1 (fresh).
+    Batch b3: a warm-up task ends the window. Each order processed and produced once."""
+    run = overlap_run(kafka_bootstrap, redis_url, tmp_path)
+    g0, g1 = (Slot(0, 0, 0),), (Slot(1, 0, 0),)
+    produce(kafka_bootstrap, run["source"], 0, [10, 11])
+    produce(kafka_bootstrap, run["source"], 1, [20])
+
+    def task_of(slots: tuple[Slot, ...], batch: str, **kw: Any) -> list[Any]:
+        return run_group(run["o"], "step", slots, 2, batch=((g0, g1), batch), **kw)
+
+    assert task_of(g0, "b1", serve_s=1.0) == []
+    produce(kafka_bootstrap, run["source"], 0, [12])
+    wait_until(lambda: "o12" in processed(run), "group 0's window serving")
+    assert task_of(g1, "b2", serve_s=0.5) == []  # took group 0's window over
+    keys = Keys(run["tag"])
+    claims = run["r"].mget([keys.overlap_claim("b2", 0), keys.overlap_claim("b2", 1)])
+    assert claims == [b"1", None]
+    rows_1 = task_of(g0, "b2", serve_s=1.0, warm=True)  # group 1, from its start
+    assert run["r"].get(keys.overlap_claim("b2", 1)) == b"0"
+    assert [(row.replica, row.end) for row in rows_1] == [(1, 1)]
+    produce(kafka_bootstrap, run["source"], 0, [13])
+    rows_0 = task_of(g0, "b3", serve_s=1.0, warm=True)
+    assert [(row.replica, row.end) for row in rows_0] == [(0, 4)]
+    ids = ["o10", "o11", "o12", "o13", "o20"]
+    assert sorted(processed(run)) == ids
+    assert outputs(run, kafka_bootstrap) == ids
+    assert overlaps(run) == []
