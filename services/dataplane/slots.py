@@ -126,19 +126,26 @@ def lost_partitions(start: dict, pool: int, progress: dict) -> dict[int, int]:
     return {j: s for j, s in starts.items() if s > 0 and str(j) not in progress}
 
 
-def pack(slots: list[Slot], tasks: int, keep_idle: bool = False) -> list[tuple[Slot, ...]]:
+def pack(
+    slots: list[Slot], tasks: int, keep_idle: bool = False, stable: bool = False
+) -> list[tuple[Slot, ...]]:
     """Spread the slots that have events over at most ``tasks`` groups, largest first onto
     the lightest group (LPT), so the tasks of one micro-batch end at about the same time;
     the slots of one replica (a keyed operator's partitions) stay together. Always at
     least one group: Spark still runs the batch and commits its offsets. ``keep_idle``:
     active slots with nothing planned are served too (they read what arrives during the
-    task's window)."""
+    task's window). ``stable``: replicas dealt round the groups in their order instead,
+    so the same replicas plan the same groups from batch to batch (a window that
+    outlives its task is taken over only by a task with its slots: ``overlap``)."""
     bundles: dict[int, list[Slot]] = {}
     for s in slots:
         if s.events or (keep_idle and not s.drain):
             bundles.setdefault(s.replica_id, []).append(s)
     busy = sorted(bundles.values(), key=lambda b: -sum(s.events for s in b))
     n = max(1, min(tasks, len(busy)))
+    if stable:
+        dealt = [bundles[r] for r in sorted(bundles)]
+        return [tuple(s for b in dealt[k::n] for s in b) for k in range(n)]
     groups: list[list[Slot]] = [[] for _ in range(n)]
     load = [0] * n
     for b in busy:

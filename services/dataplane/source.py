@@ -296,7 +296,8 @@ class OperatorReader(DataSourceStreamReader):
         return tasks or [SlotGroup(self.operators[0], (), active[self.operators[0]], warm=warm)]
 
     def _groups(self, op: str, slots: list[Slot]) -> list[tuple[Slot, ...]]:
-        groups = pack(slots, self._tasks(op), keep_idle=self.windowed)
+        stable = self.windowed and self.settings.epoch_overlap_s > 0
+        groups = pack(slots, self._tasks(op), keep_idle=self.windowed, stable=stable)
         if len(self.operators) > 1:  # an idle operator plans no task in a shared query
             groups = [g for g in groups if g]
         return groups

@@ -54,6 +54,21 @@ def test_pack_spreads_work_largest_first_and_skips_idle_slots():
     assert pack(slots, tasks=1) == [(slots[0], slots[2], slots[3], slots[4])]
 
 
+def test_a_stable_pack_deals_the_replicas_round_the_groups_whatever_their_load():
+    """Replicas 0, 2, 3, 4 with 10, 6, 5, 4 events; replica 1 with none, left out as
+    LPT does; a keyed replica's two partitions (5 and 6, owner 4) stay together."""
+    slots = [Slot(0, 0, 10), Slot(1, 0, 0), Slot(2, 0, 6), Slot(3, 0, 5), Slot(4, 0, 4)]
+    groups = pack(slots, tasks=2, stable=True)
+    assert [[s.replica for s in g] for g in groups] == [[0, 3], [2, 4]]
+    shifted = [Slot(0, 0, 1), Slot(2, 0, 60), Slot(3, 0, 50), Slot(4, 0, 40)]
+    assert [[s.replica for s in g] for g in pack(shifted, tasks=2, stable=True)] == [
+        [0, 3],
+        [2, 4],
+    ]
+    keyed = [Slot(5, 0, 3, owner=4), Slot(6, 0, 1, owner=4), Slot(0, 0, 2, owner=0)]
+    assert [[s.replica for s in g] for g in pack(keyed, tasks=2, stable=True)] == [[0], [5, 6]]
+
+
 def test_pack_plans_one_empty_task_when_nothing_is_there():
     assert pack([Slot(0, 3, 3)], tasks=4) == [()]
 
