@@ -37,7 +37,7 @@ from elastic_sps.services.dataplane.worker import WORKER
 log = logging.getLogger("sps.dataplane")
 
 TAKE_OVER_MARGIN_S = 0.5  # a window with less than this left is let end, not taken over
-RECORD_SLACK_S = 10.0  # the record outlives the window by this: its last commit's time
+RECORD_SLACK_S = 3.0  # the record outlives the window by this: its last commit's time
 HANDOFF_POLL_S = 0.005
 _REGISTRY_LOCK = threading.Lock()
 
