@@ -37,7 +37,8 @@ from elastic_sps.services.dataplane.worker import WORKER
 log = logging.getLogger("sps.dataplane")
 
 TAKE_OVER_MARGIN_S = 0.5  # a window with less than this left is let end, not taken over
-RECORD_SLACK_S = 3.0  # the record outlives the window by this: its last commit's time
+RECORD_SLACK_S = 3.0  # a window's record outlives its overlap by this
+FINAL_COMMIT_S = 35.0  # a window that stopped reading past its task: its flush and commit
 HANDOFF_POLL_S = 0.005
 _REGISTRY_LOCK = threading.Lock()
 
@@ -60,7 +61,9 @@ def _open_windows() -> dict[tuple, Window]:
 
 class Window:
     """A task's live window (``replica.run_windowed``) in a thread of its own, which may
-    outlive the task: whoever owns it last commits it as it ends (``_run``)."""
+    outlive the task: whoever owns it last commits it as it ends (``_run``). Its state
+    changes under ``lock``: ``ending`` (it stops reading, none may take it over),
+    ``outliving`` (its task returned, its partitions recorded), ``ended``."""
 
     def __init__(
         self, g: GroupRun, slots: tuple[Slot, ...], key: tuple, lane: int, holder: str | None
@@ -72,8 +75,7 @@ class Window:
         self.stop: Callable[[], bool] = lambda: False  # the owning task's (``epoch_ends``)
         self.lock = threading.Lock()
         self.done = threading.Event()
-        self.ended = False
-        self.outliving = False  # its task has returned; no other owns it yet
+        self.ending = self.ended = self.outliving = False
         self.rows: list[SlotRow] = []
         self.error: BaseException | None = None
 
@@ -84,16 +86,21 @@ class Window:
         threading.Thread(target=self._run, args=args, name="sps-window", daemon=True).start()
 
     def _ends(self) -> bool:
-        """The owner's reasons to end, or, once outliving, a task that needs the slots."""
-        if self.stop():
-            return True
-        return self.outliving and bool(self.g.r.exists(self.g.keys.overlap_end(self.token)))
+        """The owner's reasons to end, or, once outliving, a task that needs the slots;
+        decided under the lock, so no task takes over a window that is ending."""
+        with self.lock:
+            end = self.stop() or (
+                self.outliving and bool(self.g.r.exists(self.g.keys.overlap_end(self.token)))
+            )
+            self.ending = self.ending or end
+            return end
 
     def _run(
         self, run: Callable[[Callable[[], bool]], list[SlotResult]], began_at: float, backlog: int
     ) -> None:
         try:
             results = run(self._ends)
+            self._closing()
             self.g.producer.flush()  # downstream events first: their ends before the commit
             publish(self.g, results, TaskSpan(began_at, time.time(), backlog))
             self.rows = slot_rows(self.slots, results)
@@ -102,59 +109,78 @@ class Window:
             if self.outliving:
                 log.warning("a window past its task failed; read again from its commit: %r", exc)
         finally:
-            with self.lock:
-                self.ended = True
-                if _open_windows().get(self.key) is self:
-                    with _REGISTRY_LOCK:
-                        _open_windows().pop(self.key, None)
             try:
-                self._unrecord()
-            except RedisError as exc:  # its records lapse on their own
-                log.warning("a window's records not removed: %r", exc)
-            free_lane(self.g.o, self.g.topic, self.lane)
-            self.done.set()
+                self._release()
+            finally:
+                self.done.set()
+
+    def _closing(self) -> None:
+        """It has stopped reading: none may take it over; past its task, its record now
+        covers its flush and commit."""
+        with self.lock:
+            self.ending = True
+            if self.outliving:
+                self._record(FINAL_COMMIT_S)
+
+    def _release(self) -> None:
+        with self.lock:
+            self.ended = self.ending = True
+            with _REGISTRY_LOCK:
+                if _open_windows().get(self.key) is self:
+                    del _open_windows()[self.key]
+        try:
+            self._unrecord()
+        except RedisError as exc:  # its records lapse on their own
+            log.warning("a window's records not removed: %r", exc)
+        free_lane(self.g.o, self.g.topic, self.lane)
 
     def own(self, task_deadline: float, overlap_s: float, stop: Callable[[], bool]) -> bool:
         """A new task takes the window over: it serves on to ``task_deadline`` (plus the
-        overlap) under the new task's ``stop``. False if it is ending."""
+        overlap) under the new task's ``stop``. False if it is ending or about to (its
+        record then stays until it has committed). A Redis failure changes nothing."""
         with self.lock:
             left = self.span.deadline - time.monotonic()
-            if self.ended or left < TAKE_OVER_MARGIN_S:
+            if self.ending or left < TAKE_OVER_MARGIN_S:
                 return False
+            self._unrecord()
             self.stop, self.outliving = stop, False
             self.span.deadline = task_deadline + overlap_s
-        self._unrecord()
         return True
 
     def wait(self, task_deadline: float, overlap_s: float) -> list[SlotRow]:
         """The owning task's side: the window's rows if it ends by ``task_deadline``,
-        else none, the window going on past the task (recorded, for the next one); with
-        no ``overlap_s``, the rows once it ends."""
+        else none, the window going on past the task, recorded for the next one (a
+        window that is ending is waited for; with no ``overlap_s``, every window)."""
         self.done.wait(max(0.0, task_deadline - time.monotonic()) if overlap_s > 0 else None)
         with self.lock:
-            if not self.ended:
+            if not self.ending:
+                try:
+                    self._record(overlap_s + RECORD_SLACK_S)
+                except BaseException:  # unrecorded, it must not serve on: ended now
+                    self.stop, self.span.deadline = (lambda: True), time.monotonic()
+                    raise
                 self.outliving = True
                 with _REGISTRY_LOCK:
                     _open_windows()[self.key] = self
-                self._record(overlap_s)
                 return []
+        self.done.wait()
         if self.error is not None:
             raise self.error
         return self.rows
 
-    def _record(self, overlap_s: float) -> None:
-        px = int(1000 * (overlap_s + RECORD_SLACK_S))
+    def _record(self, lapse_s: float) -> None:
         pipe = self.g.r.pipeline(transaction=False)
         for s in self.slots:
-            pipe.set(self.g.keys.overlap(self.g.operator, s.replica), self._mark(), px=px)
+            key = self.g.keys.overlap(self.g.operator, s.replica)
+            pipe.set(key, self._mark(), px=int(1000 * lapse_s))
         pipe.execute()
 
     def _mark(self) -> str:
         return f"{self.holder}|{self.token}"
 
     def _unrecord(self) -> None:
-        """Its records gone, those still its own (compare and delete: a lapsed record may
-        have been taken by another window since)."""
+        """Its records gone, those still its own (another window may have taken a lapsed
+        one since)."""
         keys = [self.g.keys.overlap(self.g.operator, s.replica) for s in self.slots]
         values = self.g.r.mget(keys)
         mark = self._mark()
@@ -237,7 +263,8 @@ def take_over(
     for mark in holders:
         pipe.set(g.keys.overlap_end(mark.split("|", 1)[-1]), "1", ex=60)
     pipe.execute()
-    give_up = time.monotonic() + g.o.settings.epoch_overlap_s + RECORD_SLACK_S + 1
+    # a window ends at most its overlap past its task, then commits
+    give_up = time.monotonic() + g.o.settings.epoch_overlap_s + RECORD_SLACK_S + FINAL_COMMIT_S
     while time.monotonic() < give_up:
         values = g.r.mget(keys)
         if not any(v is not None and text(v) in holders for v in values):
@@ -268,5 +295,9 @@ def serve(
     def run(ends: Callable[[], bool]) -> list[SlotResult]:
         return run_windowed(g, slots, records, window.span, ends, moves_in_task, entry, lane)
 
-    window.start(run, began_at, backlog)
+    try:
+        window.start(run, began_at, backlog)
+    except BaseException:
+        free_lane(g.o, g.topic, lane)
+        raise
     return window.wait(deadline, overlap_s)

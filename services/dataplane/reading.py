@@ -27,9 +27,9 @@ def consumer_for(o: SourceOptions, topic: str, lane: int = 0) -> Consumer:
     offsets are the progress). ``lane``: which of the topic's consumers, when a task's
     replicas that outlived it (``overlap``) still read with another.
 
-    One per topic: Spark gives a worker any operator's task, and one consumer moved from
-    topic to topic each batch often took 0.2-1 s to deliver the first planned record of
-    the new one, eating the task's window (twitter peers at 2,000 events/s: p50 342 ->
+    One per topic (and lane): Spark gives a worker any operator's task, and one consumer
+    moved from topic to topic each batch often took 0.2-1 s to deliver the first planned
+    record of the new one, eating the task's window (twitter peers at 2,000 events/s: p50 342 ->
     155 ms, p90 1.2 s -> 0.48 s end to end with one consumer per topic)."""
     name = ("consumer", o.bootstrap, topic) if lane == 0 else ("consumer", o.bootstrap, topic, lane)
     consumer: Consumer = WORKER.get(

@@ -63,6 +63,7 @@ def plan_slots(
     active: int,
     progress: dict | None = None,
     standby: bool = False,
+    from_progress: bool = False,
 ) -> list[Slot]:
     """Every active slot, plus each inactive slot that still holds events (it drains).
 
@@ -75,11 +76,17 @@ def plan_slots(
 
     ``progress``: how far each partition was really processed, when tasks read past their
     planned range (``task_window_s``, ``replica.py``): a slot starts there, not at Spark's
-    offset, so nothing is processed twice."""
+    offset, so nothing is processed twice. ``from_progress``: there even when it is behind
+    Spark's offset (a window that outlived its task, ``overlap``, may have ended before it
+    reached the end its next task was planned with); a partition with none recorded
+    starts at Spark's offset."""
     slots = []
     for j in range(pool):
         s, e = int(start.get(str(j), 0)), int(end.get(str(j), 0))
-        if progress is not None:  # a batch replayed after a restart ends behind it
+        if progress is not None and from_progress and str(j) in progress:
+            s = int(progress[str(j)])
+            e = max(e, s)
+        elif progress is not None:  # a batch replayed after a restart ends behind it
             s = max(s, int(progress.get(str(j), 0)))
             e = max(e, s)
         if j < active:

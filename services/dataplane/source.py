@@ -319,7 +319,10 @@ class OperatorReader(DataSourceStreamReader):
         if self._owned(op):
             stateful = bool(self._topology()[op].stateful)
             return plan_keyed_slots(s, e, pool, active, progress.get(op), op, stateful)
-        return plan_slots(s, e, pool, active, progress.get(op), standby=self.windowed)
+        overlaps = self.windowed and self.settings.epoch_overlap_s > 0
+        return plan_slots(
+            s, e, pool, active, progress.get(op), standby=self.windowed, from_progress=overlaps
+        )
 
     def _serve_seconds(self, planned: dict[str, list[Slot]], warm: bool = False) -> float:
         """Windowed: every task of the batch serves as long as its longest planned slot.

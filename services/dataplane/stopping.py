@@ -76,9 +76,9 @@ def end_epochs(
     r: Any, keys: Keys, holder: str, queries: Sequence[Any], grace_s: float, poll_s: float = 0.1
 ) -> bool:
     """Ask ``holder``'s tasks and source to end (``Keys.dataplane_stopping``), then wait up
-    to ``grace_s`` until no query is inside a trigger: seen after the ask, a query's batch
-    under way has ended and committed, and any later trigger plans none. True if every
-    query got there in time."""
+    to ``grace_s`` until no query is inside a trigger and none of its windows serves past
+    its task (``overlap``): seen after the ask, a query's batch under way has ended and
+    committed, and any later trigger plans none. True if all got there in time."""
     from redis.exceptions import RedisError
 
     began = time.monotonic()

@@ -56,7 +56,8 @@ def run_group(
     a task past the warm-up batch (not ``warm``) records as it starts serving (its
     /health waits for that); ``batch``: every group of the operator's slots this batch
     and the batch's name (with overlapping windows, the task serves the group it
-    claims: ``overlap.claim``)."""
+    claims: ``overlap.claim``). Its rows are none when its window goes on past it: the
+    window publishes what it did as it commits, whichever task owns it then."""
     WORKER.freeze_heap_once()
     began, began_at = time.monotonic(), time.time()
     g = GroupRun(o, operator, active)
@@ -71,9 +72,9 @@ def run_group(
     key = signature(g, slots, keyed_active or {}, moves_in_task)
     # the warm-up batch and a draining slot's task end with their epoch
     outlive = 0.0 if warm or any(s.drain for s in slots) else overlap_s
+    if holder and not warm:
+        g.r.sadd(g.keys.tasks_serving, holder)
     if overlap_s > 0 and (taken := take_over(g, slots, key, deadline, outlive, stop)):
-        if holder and not warm:
-            g.r.sadd(g.keys.tasks_serving, holder)
         return taken.wait(deadline, outlive)
     lane = take_lane(o, g.topic) if overlap_s > 0 else 0
     try:
@@ -82,8 +83,6 @@ def run_group(
         free_lane(o, g.topic, lane)
         raise
     backlog = sum(len(r) for r in records.values())
-    if holder and not warm:
-        g.r.sadd(g.keys.tasks_serving, holder)
     if overlap_s > 0:
         task = (deadline, began_at, backlog, outlive)
         return serve(g, slots, records, task, stop, moves_in_task, entry, lane, key, holder)

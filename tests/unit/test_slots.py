@@ -54,6 +54,18 @@ def test_pack_spreads_work_largest_first_and_skips_idle_slots():
     assert pack(slots, tasks=1) == [(slots[0], slots[2], slots[3], slots[4])]
 
 
+def test_with_overlaps_a_slot_starts_where_its_partition_was_processed_even_behind_spark():
+    """Spark's offsets 100, 100, 50; progress 80 (a window that outlived its task ended
+    before the end its next task was planned with), 120, none: the slots start at 80,
+    120 and Spark's 50; without ``from_progress``, never behind Spark (100, 120, 50)."""
+    start, end = {"0": 100, "1": 100, "2": 50}, {"0": 150, "1": 110, "2": 60}
+    progress = {"0": 80, "1": 120}
+    slots = plan_slots(start, end, pool=3, active=3, progress=progress, from_progress=True)
+    assert [(s.start, s.end) for s in slots] == [(80, 150), (120, 120), (50, 60)]
+    slots = plan_slots(start, end, pool=3, active=3, progress=progress)
+    assert [(s.start, s.end) for s in slots] == [(100, 150), (120, 120), (50, 60)]
+
+
 def test_a_stable_pack_deals_the_replicas_round_the_groups_whatever_their_load():
     """Replicas 0, 2, 3, 4 with 10, 6, 5, 4 events; replica 1 with none, left out as
     LPT does; a keyed replica's two partitions (5 and 6, owner 4) stay together."""
