@@ -92,6 +92,8 @@ class Window:
             end = self.stop() or (
                 self.outliving and bool(self.g.r.exists(self.g.keys.overlap_end(self.token)))
             )
+            if end and not self.ending and self.outliving:
+                self._extend()  # its last chunks, flush and commit to come
             self.ending = self.ending or end
             return end
 
@@ -120,7 +122,19 @@ class Window:
         with self.lock:
             self.ending = True
             if self.outliving:
-                self._record(FINAL_COMMIT_S)
+                self._extend()
+
+    def _extend(self) -> None:
+        """Its records (those it still has) kept for ``FINAL_COMMIT_S``; best effort: a
+        failure leaves them to lapse, the window's commit still made."""
+        try:
+            pipe = self.g.r.pipeline(transaction=False)
+            for s in self.slots:
+                key = self.g.keys.overlap(self.g.operator, s.replica)
+                pipe.set(key, self._mark(), px=int(1000 * FINAL_COMMIT_S), xx=True)
+            pipe.execute()
+        except RedisError as exc:
+            log.warning("a window's records not extended: %r", exc)
 
     def _release(self) -> None:
         with self.lock:
@@ -156,13 +170,13 @@ class Window:
             if not self.ending:
                 try:
                     self._record(overlap_s + RECORD_SLACK_S)
-                except BaseException:  # unrecorded, it must not serve on: ended now
+                    self.outliving = True
+                    with _REGISTRY_LOCK:
+                        _open_windows()[self.key] = self
+                    return []
+                except RedisError as exc:  # unrecorded, it must not serve on: it ends now
+                    log.warning("a window not recorded past its task; it ends: %r", exc)
                     self.stop, self.span.deadline = (lambda: True), time.monotonic()
-                    raise
-                self.outliving = True
-                with _REGISTRY_LOCK:
-                    _open_windows()[self.key] = self
-                return []
         self.done.wait()
         if self.error is not None:
             raise self.error

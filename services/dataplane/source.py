@@ -234,7 +234,10 @@ class OperatorReader(DataSourceStreamReader):
         """Where ``op``'s partitions end this batch: from where they were processed (with
         a task window, or resumed from an older checkpoint, Spark's offsets are only a
         lower bound), at most a slot's capacity on. A lost registry (a Redis restart or
-        flush) reads 0: the batch stays where it is, never rewinds to replay history."""
+        flush) reads 0: the batch stays where it is, never rewinds to replay history.
+        With overlapping windows a partition's recorded progress is where it starts even
+        behind Spark's offset (as ``slots.plan_slots`` plans it), and the end moves on
+        from there: while a window lags, Spark's offset waits for it."""
         cap = max_events_per_slot(
             self.settings.cost_mode,
             self._topology()[op].et_s,
@@ -242,9 +245,14 @@ class OperatorReader(DataSourceStreamReader):
             self.settings.max_events_per_task,
         )
         out = {}
+        overlaps = self.windowed and self.settings.epoch_overlap_s > 0
+        progress = reads.progress[op]
         for j in range(self._pool(op)):
-            first = max(int(start.get(str(j), 0)), reads.progress[op].get(str(j), 0))
-            out[str(j)] = max(first, capped_end(first, reads.ends[op][j], cap))
+            at = int(start.get(str(j), 0))
+            first = max(at, progress.get(str(j), 0))
+            if overlaps and str(j) in progress:  # Spark's offsets never go back
+                first = int(progress[str(j)])
+            out[str(j)] = max(at, first, capped_end(first, reads.ends[op][j], cap))
         return out
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

@@ -234,6 +234,28 @@ def test_the_batch_is_planned_from_its_reads(redis_url, redis_client, keys):
     assert r._reads is not None and r._reads.active == {"parse": 5}
 
 
+def test_with_overlaps_a_lagging_partition_is_planned_from_its_progress(
+    redis_url, redis_client, keys
+):
+    """Overlapping windows: partition 0 processed to 10 of 100 while Spark's offset is 70
+    (a window taken over and ended before the end its task was planned with): its
+    batch starts at 10, and its end stays at Spark's 70 (10 + 30 is behind it), so the
+    range grows no further while the window lags; partition 1, no progress recorded,
+    from Spark's 0: 30."""
+    r = reader(
+        redis_url, keys, ["parse"], partition_ends="registry", max_events_per_task=30,
+        task_window_s=30, epoch_overlap_s=5,
+    )  # fmt: skip
+    start = {**r.initialOffset(), "parse": {"0": 70, **{str(j): 0 for j in range(1, 8)}}}
+    end = r.latestOffset(start, None)
+    assert end["parse"]["0"] == 70 and end["parse"]["1"] == 30
+    slots = [s for t in r.partitions(start, end) for s in t.slots]
+    assert [(s.replica, s.start, s.end) for s in slots if s.replica < 2] == [
+        (0, 10, 70),
+        (1, 0, 30),
+    ]
+
+
 def test_commit_publishes_the_queue_left_from_the_batchs_reads(redis_url, redis_client, keys):
     r = reader(redis_url, keys, ["parse"], partition_ends="registry", max_events_per_task=30)
     start = r.initialOffset()
