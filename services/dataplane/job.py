@@ -422,7 +422,9 @@ def serve_queries(
         announce = lambda: lease.serving(keys.dataplane_serving)  # noqa: E731
         watch(spark, settings, topo, queries, announce, lease.me, lambda: stop.requested)
         if stop.requested:
-            end_epochs(lease.redis, keys, lease.me, queries, settings.stop_grace_s)
+            overlaps = settings.epoch_overlap_s > 0
+            grace = settings.stop_grace_s
+            end_epochs(lease.redis, keys, lease.me, queries, grace, overlaps=overlaps)
     finally:
         for q in queries:
             q.stop()

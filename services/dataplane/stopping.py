@@ -73,12 +73,19 @@ def windows_serving(r: Any, keys: Keys, holder: str) -> bool:
 
 
 def end_epochs(
-    r: Any, keys: Keys, holder: str, queries: Sequence[Any], grace_s: float, poll_s: float = 0.1
+    r: Any,
+    keys: Keys,
+    holder: str,
+    queries: Sequence[Any],
+    grace_s: float,
+    poll_s: float = 0.1,
+    overlaps: bool = False,
 ) -> bool:
     """Ask ``holder``'s tasks and source to end (``Keys.dataplane_stopping``), then wait up
-    to ``grace_s`` until no query is inside a trigger and none of its windows serves past
-    its task (``overlap``): seen after the ask, a query's batch under way has ended and
-    committed, and any later trigger plans none. True if all got there in time."""
+    to ``grace_s`` until no query is inside a trigger and, with ``overlaps``, none of its
+    windows serves past its task (``overlap``): seen after the ask, a query's batch under
+    way has ended and committed, and any later trigger plans none. True if all got there
+    in time."""
     from redis.exceptions import RedisError
 
     began = time.monotonic()
@@ -95,7 +102,7 @@ def end_epochs(
         if not pending or time.monotonic() - began >= grace_s:
             break
         time.sleep(poll_s)
-    while not pending and windows_serving(r, keys, holder):
+    while overlaps and not pending and windows_serving(r, keys, holder):
         if time.monotonic() - began >= grace_s:
             pending = ["a window past its task"]
             break

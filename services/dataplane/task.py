@@ -69,23 +69,24 @@ def run_group(
     if overlap_s > 0 and name and len(peers) > 1 and slots in peers:
         index = peers.index(slots)
         slots = claim(g, peers, index, name, keyed_active or {}, moves_in_task)
-    key = signature(g, slots, keyed_active or {}, moves_in_task)
-    # the warm-up batch and a draining slot's task end with their epoch
-    outlive = 0.0 if warm or any(s.drain for s in slots) else overlap_s
     if holder and not warm:
         g.r.sadd(g.keys.tasks_serving, holder)
-    if overlap_s > 0 and (taken := take_over(g, slots, key, deadline, outlive, stop)):
-        return taken.wait(deadline, outlive)
-    lane = take_lane(o, g.topic) if overlap_s > 0 else 0
-    try:
-        slots, records, entry = _planned(g, slots, lane, 2 if overlap_s > 0 else 1)
-    except BaseException:
-        free_lane(o, g.topic, lane)
-        raise
-    backlog = sum(len(r) for r in records.values())
     if overlap_s > 0:
-        task = (deadline, began_at, backlog, outlive)
+        # the warm-up batch and a draining slot's task end with their epoch
+        outlive = 0.0 if warm or any(s.drain for s in slots) else overlap_s
+        key = signature(g, slots, keyed_active or {}, moves_in_task)
+        if taken := take_over(g, slots, key, deadline, outlive, stop):
+            return taken.wait(deadline, outlive)
+        lane = take_lane(o, g.topic)
+        try:
+            slots, records, entry = _planned(g, slots, lane, 2)
+        except BaseException:
+            free_lane(o, g.topic, lane)
+            raise
+        task = (deadline, began_at, sum(len(r) for r in records.values()), outlive)
         return serve(g, slots, records, task, stop, moves_in_task, entry, lane, key, holder)
+    slots, records, entry = _planned(g, slots, 0, 1)
+    backlog = sum(len(r) for r in records.values())
     if window > 0:
         results = run_windowed(g, slots, records, deadline, stop, moves_in_task, entry)
     else:

@@ -211,6 +211,18 @@ def test_the_stop_gives_up_after_its_grace(redis_client: Any) -> None:
     assert 0.3 <= time.monotonic() - began < 10
 
 
+def test_with_overlaps_the_stop_waits_for_the_holders_windows_alone(redis_client: Any) -> None:
+    keys = Keys(f"gs{uuid.uuid4().hex[:6]}")
+    redis_client.set(keys.overlap("op", 0), "h|t1", px=300)  # h's window, ending soon
+    redis_client.set(keys.overlap("op", 1), "other|t2", ex=60)  # another holder's
+    assert end_epochs(redis_client, keys, "h", [BatchUnderWay(1)], 30, 0.01, overlaps=True)
+    assert not redis_client.exists(keys.overlap("op", 0))  # it waited for h's to go
+    assert redis_client.exists(keys.overlap("op", 1))
+    redis_client.set(keys.overlap("op", 0), "h|t3", ex=60)
+    assert end_epochs(redis_client, keys, "h", [BatchUnderWay(1)], 30, 0.01)  # overlaps off
+    assert redis_client.exists(keys.overlap("op", 0))  # no window looked for
+
+
 def test_without_redis_the_stop_does_not_wait() -> None:
     import redis
 
