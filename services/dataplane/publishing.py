@@ -39,14 +39,20 @@ class TaskSpan:
 def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None) -> None:
     """Sink ids, LAS sketches and Δ replies, utilisation, the counters and the offsets
     processed up to (what a drain waits on; with a window, where the next task starts),
-    the task's span at its end (not at a checkpoint), batched. Slot threads checkpoint
-    concurrently: what they share in the worker (the LAS sketches) is updated under a
-    lock."""
+    the task's span at its end (not at a checkpoint), batched, the id ledger's marks
+    first. Slot threads checkpoint concurrently: what they share in the worker (the LAS
+    sketches) is updated under a lock."""
     pipe = g.r.pipeline(transaction=False)
-    if span is not None:
-        span.record(pipe, g.kb, g.operator)
+    # the id ledger before the offsets: a committed event is never read again, so a
+    # death between the two must find its marks in (what was not committed is read, and
+    # marked, again)
+    for res in results:
+        if res.ids is not None:
+            res.ids.write(pipe)
     done = {r.replica: r.next_offset for r in results if r.next_offset > r.start}
     if g.op.stateful:  # state and offsets at once, per partition (state_store.py)
+        if len(pipe):
+            pipe.execute()
         commit_state(g, results)
     elif done:
         g.kb.record_committed(pipe, g.operator, done)
@@ -54,6 +60,8 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
         # which executor served how many slots: shows tasks spread over a cluster
         served_by = WORKER.get("exec", executor_id)
         g.kb.count_executor(pipe, g.operator, served_by)
+    if span is not None:
+        span.record(pipe, g.kb, g.operator)
     # the Δ replies go to the gate that admitted the events: its worker's with the entry
     # step, the ingress's otherwise
     deltas = g.admission.deltas_key if g.admission else g.keys.las_deltas(g.operator)
@@ -87,8 +95,6 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
     for res in results:
         if res.marks is not None:  # a stateless partition's watermarks, with its offset
             res.marks.write(g.r, pipe)
-        if res.ids is not None:
-            res.ids.write(pipe)
         if res.probes:  # to the gate that admitted them
             pipe.rpush(deltas, *res.probes)
             pipe.expire(deltas, DELTAS_KEPT_S)

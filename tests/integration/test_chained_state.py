@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from elastic_sps.io.envelope import Envelope
+from elastic_sps.io.id_ledger import key as ledger_key
 from elastic_sps.io.kafka_io import read_topics
 from elastic_sps.io.state_store import PartitionStore
 from elastic_sps.io.topics import Topics
@@ -208,3 +209,35 @@ def test_a_member_failing_on_most_windows_stops_the_operator_whatever_the_events
     replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
     with pytest.raises(OperatorFailing, match="failed on 2 of its last 2"):
         replica.take_in(records)
+
+
+class DiedAtCommit(Exception):
+    """The process dying as it commits a partition's state (``kill -9`` there)."""
+
+
+def test_the_ledger_marks_are_in_before_the_state_commits(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """A committed event is never read again, so its id ledger marks must be written
+    before its commit: a death between them would leave it sent and never processed."""
+    doc = {
+        "operators": [{"name": "sum", "code": f"{OPS}:sum_values", "key": "field:key",
+                       "et_ms": 0.1, "max_replicas": 2}],
+        "edges": [{"from": "source", "to": "sum"}],
+    }  # fmt: skip
+    g = group_of(doc, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    replica.take_in([event(0, "e1", 1.0, key="a", value=5), event(1, "e2", 1.0, key="a", value=4)])
+    results = replica.finish()
+
+    def dies(next_offset: int, owner: int) -> bool:
+        raise DiedAtCommit
+
+    for res in results:
+        assert res.keyed is not None
+        res.keyed.store.commit = dies  # type: ignore[method-assign]
+    with pytest.raises(DiedAtCommit):
+        publish(g, results)
+    assert g.r.smembers(ledger_key(g.keys.prefix, "sum", "processed")) == {b"e1", b"e2"}
+    assert PartitionStore(g.r, g.keys, "sum", 0).committed is None  # read again on restart
