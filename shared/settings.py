@@ -261,13 +261,13 @@ class DataplaneSettings(AdmissionSettings):
         ge=0,
     )
     epoch_overlap_s: float = _f(
-        0.0,
+        5.0,
         "How long a task's replicas may go on serving past the end of its epoch, while "
         "Spark ends the batch and starts the next one's tasks (0.2-2 s in which nothing "
         "would be read): the next task for the same slots takes them over without a "
         "pause in the same Python worker, or from their commit in another; not taken "
-        "over, they stop this long after the epoch. Experimental, off by default (0: at "
-        "the epoch's end): see docs/limitations.md before turning it on (5 s tried).",
+        "over, they stop this long after the epoch (0: every epoch's replicas stop at "
+        "its end, the next epoch's tasks start from their commit; docs/limitations.md).",
         ge=0,
     )
     stop_grace_s: float = _f(
