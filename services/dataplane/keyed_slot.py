@@ -58,6 +58,7 @@ class KeyedSlot:
         next_offset = max(next_offset, self.store.committed or 0)
         done = self.store.commit(next_offset, self.owner)
         if not done:
+            self.fenced = True  # nothing more of this attempt's is applied, nor handed on
             log.warning(
                 "%s[%d]: not committed: another attempt committed the partition since this "
                 "one opened at offset %s (a retried or duplicate task); its effects stand",

@@ -40,6 +40,7 @@ TAKE_OVER_MARGIN_S = 0.5  # a window with less than this left is let end, not ta
 RECORD_SLACK_S = 3.0  # a window's record outlives its overlap by this
 FINAL_COMMIT_S = 35.0  # a window that stopped reading past its task: its flush and commit
 HANDOFF_POLL_S = 0.005
+SLOW_POLL_AFTER_S, SLOW_POLL_S = 1.0, 0.05  # then the wait for a lapse polls less often
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -71,7 +72,7 @@ class Window:
         self.g, self.slots, self.key, self.lane = g, slots, key, lane
         self.holder = holder or ""
         self.token = uuid.uuid4().hex
-        self.span = Span(0.0)
+        self.span = Span(0.0, read_ended=self._closing)
         self.stop: Callable[[], bool] = lambda: False  # the owning task's (``epoch_ends``)
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -278,12 +279,15 @@ def take_over(
         pipe.set(g.keys.overlap_end(mark.split("|", 1)[-1]), "1", ex=60)
     pipe.execute()
     # a window ends at most its overlap past its task, then commits
-    give_up = time.monotonic() + g.o.settings.epoch_overlap_s + RECORD_SLACK_S + FINAL_COMMIT_S
+    asked = time.monotonic()
+    give_up = asked + g.o.settings.epoch_overlap_s + RECORD_SLACK_S + FINAL_COMMIT_S
     while time.monotonic() < give_up:
         values = g.r.mget(keys)
         if not any(v is not None and text(v) in holders for v in values):
             return None
-        time.sleep(HANDOFF_POLL_S)
+        # a live window ends within moments of the ask; a dead one's record lapses later
+        waited = time.monotonic() - asked
+        time.sleep(HANDOFF_POLL_S if waited < SLOW_POLL_AFTER_S else SLOW_POLL_S)
     raise TimeoutError(f"{g.operator}: windows {holders} did not end or lapse in time")
 
 

@@ -46,9 +46,11 @@ from elastic_sps.services.dataplane.worker import threads
 @dataclass
 class Span:
     """When a task's live window ends (monotonic), shared by its reader and replicas: a
-    window that outlives its task is moved on by the next one (``overlap``)."""
+    window that outlives its task is moved on by the next one (``overlap``), and told
+    when its reader stops (``read_ended``), before its replicas finish and commit."""
 
     deadline: float
+    read_ended: Callable[[], None] = lambda: None
 
 
 @dataclass
@@ -175,6 +177,8 @@ class Replica:
             run.entry.released()
         self.g.producer.flush()
         publish(self.g, [res])
+        if run.keyed is not None and run.keyed.fenced:
+            return  # not this attempt's to hand on: the next task starts from the commit
         move.released(res.next_offset)
 
     def adopt_released(self) -> None:
@@ -397,6 +401,7 @@ def run_windowed(
             lane,
         )
     finally:
+        span.read_ended()
         if entry is not None:  # what the next epoch's planned read must not count again
             entry.save(reads.read_to)
     return [res for f in futures for res in f.result()]

@@ -56,7 +56,9 @@ class TrackedProducer:
         # __setitem__ (C, no Python frame per record). The last report holds the end:
         # an idempotent producer reports a partition's records in their offset order.
         self._last: dict[tuple[str, int], dict[Any, Any]] = {}
-        self.failed = 0
+        # failed deliveries, ever: each thread's flush raises for those since its last
+        # (several threads flush one producer; any of them may collect another's reports)
+        self.failures = 0
         self._raise = redis.register_script(_RAISE)
         # each thread's records staged for one ``produce_batch`` call per topic and
         # partition (a librdkafka enqueue and broker-thread wakeup per record cost about
@@ -67,7 +69,7 @@ class TrackedProducer:
 
     def _report(self, err: Any, msg: Any) -> None:
         if err is not None:
-            self.failed += 1
+            self.failures += 1
             return
         key = (msg.topic(), msg.partition())
         end = msg.offset() + 1
@@ -78,6 +80,7 @@ class TrackedProducer:
         stage: _Stage | None = getattr(self._local, "stage", None)
         if stage is None:
             stage = self._local.stage = _Stage()
+            self._local.seen = self.failures  # earlier failures were other threads'
         return stage
 
     def stage(
@@ -155,10 +158,12 @@ class TrackedProducer:
 
     def _collect(self) -> None:
         """The named partitions' reports since the last flush into ends and failures."""
-        for key, reports in self._last.items():
+        for key, reports in list(self._last.items()):
             last = reports.pop(None, None)
-            self.failed += len(reports)  # distinct errors: at least that many records
-            reports.clear()
+            # each error popped on its own: another thread's poll may add reports meanwhile
+            for err in [k for k in list(reports) if k is not None]:
+                if reports.pop(err, None) is not None:
+                    self.failures += 1  # distinct errors: at least that many records
             if last is not None:
                 end = last.offset() + 1
                 if end > self._ends.get(key, 0):
@@ -171,10 +176,11 @@ class TrackedProducer:
         self._collect()
         if left:
             raise RuntimeError(f"{left} records not delivered within {timeout}s")
-        if self.failed:
-            # Reset before raising: the producer is cached per worker, and one failed batch
-            # (Spark retries the task) must not fail every later batch on that worker.
-            failed, self.failed = self.failed, 0
+        failed = self.failures - self._local.seen
+        if failed:
+            # seen before raising: the producer is cached per worker, and one failed batch
+            # (Spark retries the task) must not fail every later batch of the thread
+            self._local.seen = self.failures
             raise RuntimeError(f"{failed} records failed delivery")
         by_topic: dict[str, list[int]] = {}
         for (topic, part), end in self._ends.items():

@@ -27,7 +27,7 @@ from elastic_sps.services.dataplane.feed import Batch
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.replica import Replica
+from elastic_sps.services.dataplane.replica import Replica, checkpoint
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -241,3 +241,31 @@ def test_the_ledger_marks_are_in_before_the_state_commits(
         publish(g, results)
     assert g.r.smembers(ledger_key(g.keys.prefix, "sum", "processed")) == {b"e1", b"e2"}
     assert PartitionStore(g.r, g.keys, "sum", 0).committed is None  # read again on restart
+
+
+def test_an_attempt_whose_commit_another_beat_applies_nothing_more(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """Two attempts at one partition's range (a retry beside a task that lives on): the
+    first commits e1; the second's commit of e1 is refused, and then it applies nothing,
+    so e2 is left to the attempt that owns the partition."""
+    doc = {
+        "operators": [{"name": "sum", "code": f"{OPS}:sum_values", "key": "field:key",
+                       "et_ms": 0.1, "max_replicas": 2}],
+        "edges": [{"from": "source", "to": "sum"}],
+    }  # fmt: skip
+    g = group_of(doc, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
+    first, second = Replica(g, 0), Replica(g, 0)
+    for attempt in (first, second):
+        attempt.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+        attempt.take_in([event(0, "e1", 1.0, key="a", value=5)])
+    publish(g, first.finish())
+    (run,) = second.runs.values()
+    checkpoint(g, [run])
+    # fenced at the refusal, before a read tells it (a hand-over would pass the partition
+    # on from its uncommitted offset)
+    assert run.keyed is not None and run.keyed.fenced
+    second.take_in([event(1, "e2", 1.0, key="a", value=4)])
+    (late,) = second.finish()
+    assert late.processed == 0
+    assert g.r.smembers(ledger_key(g.keys.prefix, "sum", "processed")) == {b"e1"}

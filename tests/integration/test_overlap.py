@@ -6,6 +6,7 @@ its commit), every record processed once."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -17,7 +18,9 @@ from elastic_sps.io import id_ledger
 from elastic_sps.io.envelope import decode
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.watermarks import is_declaration
+from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.overlap import Window
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.task import run_group
 from tests.integration.test_entry_step import entry_pipeline, produce, raw_records, wait_until
@@ -149,4 +152,35 @@ def test_a_task_claims_the_group_whose_window_its_worker_serves(
     ids = ["o10", "o11", "o12", "o13", "o20"]
     assert sorted(processed(run)) == ids
     assert outputs(run, kafka_bootstrap) == ids
+    assert overlaps(run) == []
+
+
+def test_a_window_that_stopped_reading_keeps_its_record_until_it_has_committed(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """A window past its task (recorded for 0.1 + 3 s) whose reader has stopped while a
+    replica is still finishing: its record now covers its flush and commit
+    (``FINAL_COMMIT_S``), so no task of another worker starts on its partitions from
+    the commit before it; the record goes once the window has ended."""
+    run = overlap_run(kafka_bootstrap, redis_url, tmp_path)
+    g = GroupRun(run["o"], "step", 1)
+    window = Window(g, SLOTS, ("ov-test",), 0, "h")
+    window.span.deadline = time.monotonic() + 0.3
+    stopped_reading, finish = threading.Event(), threading.Event()
+
+    def reader_then_replicas(ends: Any) -> list[Any]:  # as run_windowed, in its order
+        while time.monotonic() < window.span.deadline:
+            time.sleep(0.01)
+        window.span.read_ended()
+        stopped_reading.set()
+        finish.wait(30)  # a replica finishing its last chunk
+        return []
+
+    window.start(reader_then_replicas, time.time(), 0)
+    assert window.wait(time.monotonic(), 0.1) == []  # the task returns: the window outlives it
+    assert stopped_reading.wait(10)
+    record = Keys(run["tag"]).overlap("step", 0)
+    assert run["r"].pttl(record) > 30_000
+    finish.set()
+    assert window.done.wait(30)
     assert overlaps(run) == []

@@ -122,3 +122,31 @@ def test_the_last_report_of_each_partition_gives_its_end() -> None:
     p._sink("t", 2)(None, _Msg(1))
     p.flush(1)
     assert r.raised[-1] == ([Keys("lean").ends("t")], [2, 2])
+
+
+def test_a_failed_delivery_fails_each_threads_next_flush_once() -> None:
+    """Threads a and b share the worker's producer; a failure reported while both had
+    records out fails b's flush and a's (b's flush collected it, a's output is as much
+    in doubt); a's next flush is clean, and thread c, which began after it, never sees
+    it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    p = TrackedProducer("127.0.0.1:1", _Redis(), Keys("lean"))
+    a, b, c = (ThreadPoolExecutor(max_workers=1) for _ in range(3))
+
+    def flush() -> str:
+        try:
+            p.flush(1)
+        except RuntimeError as exc:
+            return str(exc)
+        return "ok"
+
+    a.submit(p.send).result()  # a's records out
+    b.submit(p.send).result()
+    p._sink("t", 1)(KafkaError(KafkaError._MSG_TIMED_OUT), _Msg(-1))
+    assert b.submit(flush).result() == "1 records failed delivery"
+    assert a.submit(flush).result() == "1 records failed delivery"
+    assert a.submit(flush).result() == "ok"
+    assert c.submit(flush).result() == "ok"
+    for pool in (a, b, c):
+        pool.shutdown()
