@@ -59,6 +59,7 @@ class TrackedProducer:
         # failed deliveries, ever: each thread's flush raises for those since its last
         # (several threads flush one producer; any of them may collect another's reports)
         self.failures = 0
+        self._failures_lock = threading.Lock()  # ``+=`` from two threads can lose one
         self._raise = redis.register_script(_RAISE)
         # each thread's records staged for one ``produce_batch`` call per topic and
         # partition (a librdkafka enqueue and broker-thread wakeup per record cost about
@@ -69,12 +70,17 @@ class TrackedProducer:
 
     def _report(self, err: Any, msg: Any) -> None:
         if err is not None:
-            self.failures += 1
+            self._failed(1)
             return
         key = (msg.topic(), msg.partition())
         end = msg.offset() + 1
         if end > self._ends.get(key, 0):
             self._ends[key] = end
+
+    def _failed(self, n: int) -> None:
+        if n:
+            with self._failures_lock:
+                self.failures += n
 
     def _stage(self) -> _Stage:
         stage: _Stage | None = getattr(self._local, "stage", None)
@@ -161,9 +167,9 @@ class TrackedProducer:
         for key, reports in list(self._last.items()):
             last = reports.pop(None, None)
             # each error popped on its own: another thread's poll may add reports meanwhile
-            for err in [k for k in list(reports) if k is not None]:
-                if reports.pop(err, None) is not None:
-                    self.failures += 1  # distinct errors: at least that many records
+            errors = [k for k in list(reports) if k is not None]
+            # distinct errors: at least that many records
+            self._failed(sum(reports.pop(e, None) is not None for e in errors))
             if last is not None:
                 end = last.offset() + 1
                 if end > self._ends.get(key, 0):

@@ -211,6 +211,13 @@ def test_a_member_failing_on_most_windows_stops_the_operator_whatever_the_events
         replica.take_in(records)
 
 
+SUM_ALONE = {
+    "operators": [{"name": "sum", "code": f"{OPS}:sum_values", "key": "field:key",
+                   "et_ms": 0.1, "max_replicas": 2}],
+    "edges": [{"from": "source", "to": "sum"}],
+}  # fmt: skip
+
+
 class DiedAtCommit(Exception):
     """The process dying as it commits a partition's state (``kill -9`` there)."""
 
@@ -220,12 +227,7 @@ def test_the_ledger_marks_are_in_before_the_state_commits(
 ) -> None:
     """A committed event is never read again, so its id ledger marks must be written
     before its commit: a death between them would leave it sent and never processed."""
-    doc = {
-        "operators": [{"name": "sum", "code": f"{OPS}:sum_values", "key": "field:key",
-                       "et_ms": 0.1, "max_replicas": 2}],
-        "edges": [{"from": "source", "to": "sum"}],
-    }  # fmt: skip
-    g = group_of(doc, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
+    g = group_of(SUM_ALONE, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
     replica = Replica(g, 0)
     replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
     replica.take_in([event(0, "e1", 1.0, key="a", value=5), event(1, "e2", 1.0, key="a", value=4)])
@@ -249,12 +251,7 @@ def test_an_attempt_whose_commit_another_beat_applies_nothing_more(
     """Two attempts at one partition's range (a retry beside a task that lives on): the
     first commits e1; the second's commit of e1 is refused, and then it applies nothing,
     so e2 is left to the attempt that owns the partition."""
-    doc = {
-        "operators": [{"name": "sum", "code": f"{OPS}:sum_values", "key": "field:key",
-                       "et_ms": 0.1, "max_replicas": 2}],
-        "edges": [{"from": "source", "to": "sum"}],
-    }  # fmt: skip
-    g = group_of(doc, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
+    g = group_of(SUM_ALONE, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
     first, second = Replica(g, 0), Replica(g, 0)
     for attempt in (first, second):
         attempt.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
