@@ -10,10 +10,13 @@ the once-per-event check hold, since the offset and state pass through one commi
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
 
 from elastic_sps.io.knowledge_base import KnowledgeBase
 from elastic_sps.io.rescale_timeline import record_effect
@@ -22,6 +25,8 @@ from elastic_sps.model.keyed import groups_of_partition, moved_partitions, owner
 from elastic_sps.model.operator import Operator
 from elastic_sps.services.dataplane.feed import Feed
 from elastic_sps.services.dataplane.group import GroupRun
+
+log = logging.getLogger("sps.dataplane")
 
 WAKE = object()  # a feed item that only wakes its replica (a partition it waits for is free)
 
@@ -66,6 +71,7 @@ class KeyedMoves:
         spawn: Callable[[int], Feed],
     ) -> None:
         self.g, self.active, self.queues, self.spawn = g, active, queues, spawn
+        self.recording: threading.Thread | None = None
 
     def __call__(self, feeds: dict[int, Feed]) -> None:
         if self.g.o.settings.fixed_replicas:
@@ -84,11 +90,23 @@ class KeyedMoves:
             feeds[j].put(Release(move))
             self.queues[new].put(Acquire(move))
             feeds[j] = self.queues[new]
-        now = time.time()
-        if self.g.op.stateful:  # a stateless entry operator's partitions move no state
-            record_move(self.g.kb, self.g.op, self.active, count, now)
-        self.active = self.g.active = count
-        record_effect(self.g.r, self.g.keys, self.g.operator, count, now)
+        before, self.active = self.active, count
+        self.g.active = count
+        # recorded off the reader's thread: the partitions that stay are read on meanwhile
+        args = (self.recording, before, count, time.time())
+        self.recording = threading.Thread(target=self._record, args=args, name="sps-move-record")
+        self.recording.start()
+
+    def _record(self, earlier: threading.Thread | None, before: int, after: int, at: float) -> None:
+        if earlier is not None:  # the moves in the order they took effect
+            earlier.join()
+        try:
+            if self.g.op.stateful:  # a stateless entry operator's partitions move no state
+                record_move(self.g.kb, self.g.op, before, after, at)
+            record_effect(self.g.r, self.g.keys, self.g.operator, after, at)
+        except RedisError as exc:
+            op = self.g.operator
+            log.warning("%s: the move %d -> %d not recorded: %r", op, before, after, exc)
 
 
 def record_move(kb: KnowledgeBase, spec: Operator, before: int, after: int, now: float) -> None:

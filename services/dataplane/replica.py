@@ -146,11 +146,17 @@ class Replica:
                     by_partition.setdefault(j, []).extend(item.records)
         for j, msgs in by_partition.items():
             self.runs[j].prefetch(msgs)
+        leaving: list[HandOver] = []  # released together: one flush, one commit
         for item in chunk:
-            if isinstance(item, Release):
-                self.release(item.move)
-            elif isinstance(item, Acquire):
-                self.waiting[item.move.partition] = (item.move, [])
+            if isinstance(item, Release) and item.move.partition not in self.waiting:
+                leaving.append(item.move)
+            elif isinstance(item, Release | Acquire):
+                self.release(leaving)  # a partition that comes back must have left first
+                leaving = []
+                if isinstance(item, Release):
+                    self.release([item.move])
+                else:
+                    self.waiting[item.move.partition] = (item.move, [])
             elif isinstance(item, Batch):
                 j = _partition(item)
                 if j in self.waiting:
@@ -160,26 +166,33 @@ class Replica:
                 handle = self.runs[j].handle
                 for msg in item.records:
                     handle(msg)
+        self.release(leaving)
 
-    def release(self, move: HandOver) -> None:
-        """A partition leaves: what was handed to it so far committed, then freed. One
+    def release(self, moves: list[HandOver]) -> None:
+        """Partitions leave: what was handed to them so far committed, then freed. One
         that moves again before it arrived here (two counts in one epoch) is adopted
         first; if its earlier owner does not free it before the epoch's end, it stays
         there, and the next task starts from that owner's commit."""
-        if move.partition in self.waiting:
-            earlier = self.waiting[move.partition][0]
-            if not earlier.done.wait(timeout=max(0.0, self.epoch.end() - time.monotonic())):
-                return
-            self.adopt_released()
-        run = self.runs.pop(move.partition)
-        res = run.finish()
-        if run.entry is not None:
-            run.entry.released()
+        leaving = []
+        for move in moves:
+            if move.partition in self.waiting:
+                earlier = self.waiting[move.partition][0]
+                if not earlier.done.wait(timeout=max(0.0, self.epoch.end() - time.monotonic())):
+                    continue
+                self.adopt_released()
+            leaving.append((move, self.runs.pop(move.partition)))
+        if not leaving:
+            return
+        results = [run.finish() for _, run in leaving]
+        for _, run in leaving:
+            if run.entry is not None:
+                run.entry.released()
         self.g.producer.flush()
-        publish(self.g, [res])
-        if run.keyed is not None and run.keyed.fenced:
-            return  # not this attempt's to hand on: the next task starts from the commit
-        move.released(res.next_offset)
+        publish(self.g, results)
+        for (move, run), res in zip(leaving, results, strict=True):
+            if run.keyed is not None and run.keyed.fenced:
+                continue  # not this attempt's to hand on: the next task starts from the commit
+            move.released(res.next_offset)
 
     def adopt_released(self) -> None:
         """Partitions whose old owner has committed: start each where it stopped."""

@@ -93,6 +93,30 @@ def test_a_moved_partition_continues_where_its_old_owner_committed(group: GroupR
     assert moved and moved[-1]["moved"] is True
 
 
+def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
+    group: GroupRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A count from 1 to 4 puts three releases in the one replica's feed: they are
+    committed together, so the partition that stays waits for one flush, not three."""
+    g = group
+    old = Replica(g, 0)
+    old.serve_planned([Slot(j, 0, 0, owner=0) for j in range(POOL)], {j: [] for j in range(4)})
+    old.take_in([record(1, 0, "a", 5), record(3, 0, "c", 2), record(3, 1, "c", 4)])
+    flushes: list[float] = []
+    flush = g.producer.flush
+    monkeypatch.setattr(g.producer, "flush", lambda *a: (flushes.append(1), flush(*a))[1])
+    to = Feed()
+    one, three = HandOver(1, 1, to), HandOver(3, 1, to)
+    old.take_in([Release(one), Release(three), record(0, 0, "b", 9)])
+    assert len(flushes) == 1
+    assert [(m.done.is_set(), m.next_offset) for m in (one, three)] == [(True, 1), (True, 2)]
+    assert state_of(g, 1, "a") == ({"n": 1, "total": 5}, 1)
+    assert state_of(g, 3, "c") == ({"n": 2, "total": 6}, 2)
+    assert sorted(old.runs) == [0, 2]  # the record after the releases served by its owner
+    publish(g, old.finish())
+    assert state_of(g, 0, "b") == ({"n": 1, "total": 9}, 1)
+
+
 def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: GroupRun) -> None:
     g = group
     a, b, c = Replica(g, 0), Replica(g, 1), Replica(g, 2)
@@ -131,5 +155,7 @@ def test_the_reader_reroutes_the_moving_partitions_and_records_the_move(group: G
     acquired = [spawned[1].get_nowait().move.partition for _ in range(2)]
     assert released == acquired == [2, 3]
     assert g.active == 2
+    assert moves.recording is not None
+    moves.recording.join()  # recorded off the reader's thread
     (move,) = KnowledgeBase(g.r, Keys(g.keys.prefix)).moves()
     assert (move["from"], move["to"], move["partitions"]) == (1, 2, [2, 3])
