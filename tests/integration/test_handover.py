@@ -117,6 +117,29 @@ def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
     assert state_of(g, 0, "b") == ({"n": 1, "total": 9}, 1)
 
 
+def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts(
+    group: GroupRun,
+) -> None:
+    """Two attempts at partition 2 at once (a retry beside a task that lives on): the
+    other commits first, at offset 2; this one's release is refused, so it frees nothing.
+    The new owner holds the partition's records to the epoch's end and returns nothing
+    for it: the next task starts from the other attempt's commit."""
+    g = group
+    old, other, new = Replica(g, 0), Replica(g, 0), Replica(g, 1)
+    for attempt in (old, other):
+        attempt.serve_planned([Slot(2, 0, 0, owner=0)], {2: []})
+        attempt.take_in([record(2, 0, "a", 5), record(2, 1, "a", 7)])
+    publish(g, other.finish())
+    old.take_in([record(2, 2, "a", 11)])
+    move = HandOver(2, 1, Feed())
+    new.take_in([Acquire(move), record(2, 3, "a", 13)])
+    old.take_in([Release(move)])
+    assert not move.done.is_set() and move.to.empty()
+    new.adopt_released()
+    assert new.finish() == []
+    assert state_of(g, 2, "a") == ({"n": 2, "total": 12}, 2)  # none of the refused attempt's
+
+
 def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: GroupRun) -> None:
     g = group
     a, b, c = Replica(g, 0), Replica(g, 1), Replica(g, 2)
