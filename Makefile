@@ -91,7 +91,7 @@ test: install prometheus docker-deps ## unit, integration and e2e tests (integra
 	@if host=$$(compose/stack.sh engine); then \
 	  export DOCKER_HOST=$$host; \
 	  $(PY) -m pytest -m "not compose and not ($(ON_CONTAINERS))" --durations=20; local=$$?; \
-	  compose/stack.sh build && \
+	  compose/stack.sh build && SPS_TEST_IMAGES_BUILT=1 \
 	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "($(ON_CONTAINERS)) or compose" --durations=10; \
 	  containers=$$?; compose/stack.sh engine-stop; \
 	  [ $$local = 0 ] && [ $$containers = 0 ]; \
@@ -102,7 +102,7 @@ test: install prometheus docker-deps ## unit, integration and e2e tests (integra
 test-containers: install ## the integration tests on testcontainers + the compose test
 	@if host=$$(compose/stack.sh engine); then \
 	  export DOCKER_HOST=$$host; \
-	  compose/stack.sh build && \
+	  compose/stack.sh build && SPS_TEST_IMAGES_BUILT=1 \
 	  SPS_TEST_SERVERS=containers $(PY) -m pytest -m "($(ON_CONTAINERS)) or compose"; \
 	  status=$$?; compose/stack.sh engine-stop; exit $$status; \
 	else \

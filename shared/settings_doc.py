@@ -68,6 +68,11 @@ DEPLOYMENT: dict[str, tuple[str, str]] = {
     "SPS_PROMETHEUS_IMAGE": ("elastic-sps/prometheus:2", "Prometheus's image."),
     "SPS_PROMETHEUS_CONFIG": ("prometheus.yml", "Prometheus's configuration file."),
     "SPS_PUBLISH_HOST": ("127.0.0.1", "The host address compose publishes ports on."),
+    "SPS_HEALTH_INTERVAL": (
+        "10s",
+        "How often compose runs the services' and Spark's health checks (a dependent "
+        "starts once they pass).",
+    ),
     "SPS_COMPOSE_PROJECT": ("elastic-sps", "stack.sh's compose project name."),
     "SPS_COMPOSE_ENV_FILE": ("compose/.env", "stack.sh's env file for compose."),
     "SPS_DOCKER_ROOT": ("/var/lib/elastic-sps-docker", "The private Docker engine's state."),

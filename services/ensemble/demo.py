@@ -110,6 +110,7 @@ def run(
     warmup_s: float | None = None,
     events_file: str | Path | None = None,
     cycle: bool | None = None,
+    plots: bool = True,
 ) -> dict[str, Any]:
     """``during(ensemble)``, if given, runs in a thread beside the replay (the fault
     benchmark injects its fault there). ``warmup_s``: seconds of traffic at a quarter of
@@ -118,7 +119,9 @@ def run(
     topic (default: the topology's sample events or generator); the warm-up and the
     measured replay send one sequence of them. ``cycle``: start the file again when it
     ends (``replay.sample_events``: by default only when ids do not come from a field;
-    a file too short for the run is an error before anything starts)."""
+    a file too short for the run is an error before anything starts). ``plots``: draw
+    the run's figures (seconds of matplotlib; a caller reading only the report skips
+    them)."""
     run_dir = run_dir or Path(f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
     topology = measured_topology(topology, run_dir, events_file)
@@ -165,7 +168,7 @@ def run(
         {k: s.get(k) for k in ("interval", "input_events", "shed_events", "queuing_ms_mean")}
         for s in measured
     ]
-    files = report_mod.plots(topo, got.stats, run_dir, tau_ms)
+    files = report_mod.plots(topo, got.stats, run_dir, tau_ms) if plots else []
     _write_run_files(run_dir, rep, got, replayed, intervals)
     return {
         "report": rep,

@@ -28,6 +28,7 @@ PASSWORD = "compose-test-only"
 USER_IMAGE = "sps-compose-test-user:latest"
 CHAIN = "square..offset"  # the two operators, chained (the default): one pool
 OPS = (CHAIN,)
+TRACE = "short-spikes"
 
 TOPOLOGY = """
 name: squares
@@ -75,7 +76,8 @@ def engine() -> Iterator[str]:
 def stack(engine, tmp_path_factory) -> Iterator[dict[str, str]]:
     env = {"DOCKER_HOST": engine, "SPS_COMPOSE_PROJECT": PROJECT}
     t0 = time.monotonic()
-    sh(str(STACK), "build", env=env, timeout=1800)
+    if os.environ.get("SPS_TEST_IMAGES_BUILT") != "1":  # set by make, which just built them
+        sh(str(STACK), "build", env=env, timeout=1800)
     user = tmp_path_factory.mktemp("user-image")
     write_package(user)
     (user / "squares.yaml").write_text(TOPOLOGY)
@@ -88,6 +90,9 @@ def stack(engine, tmp_path_factory) -> Iterator[dict[str, str]]:
         f"REDIS_PASSWORD={PASSWORD}\nSPS_PUBLISH_HOST=127.0.0.1\nSPS_IMAGE={USER_IMAGE}\n"
         "SPS_TOPOLOGY=/app/user/squares.yaml\nSPS_TRACK_IDS=true\nSPS_COST_MODE=wait\n"
         "SPARK_WORKER_MEMORY=1g\n"
+        # each start waits on spark-master -> worker -> dataplane turning healthy; 3 s
+        # was no faster here (9 checks of ~0.15 CPU-s each, every 3 s, on 2 cores)
+        "SPS_HEALTH_INTERVAL=5s\n"
     )
     env["SPS_COMPOSE_ENV_FILE"] = str(env_file)
     env["HOST_TOPOLOGY"] = str(user / "squares.yaml")
@@ -109,28 +114,31 @@ def stack(engine, tmp_path_factory) -> Iterator[dict[str, str]]:
         subprocess.run(down, env={**os.environ, **env}, timeout=300)
 
 
-def containers(env: dict[str, str]) -> dict[str, str]:
-    """Service name -> container id, for every container of the project."""
+def containers(env: dict[str, str]) -> dict[str, dict]:
+    """Service name -> its container's `docker inspect`, for every container of the
+    project: one `docker ps` and one `docker inspect` (each CLI call costs CPU the stack
+    starting beside it needs)."""
+    label = f"label=com.docker.compose.project={PROJECT}"
+    cids = sh("docker", "ps", "-aq", "--filter", label, env=env).split()
     out = {}
-    for cid in sh(str(STACK), "compose", "ps", "-q", env=env).split():
-        info = json.loads(sh("docker", "inspect", cid, env=env))[0]
+    for info in json.loads(sh("docker", "inspect", *cids, env=env)) if cids else []:
         name = info["Config"]["Labels"]["com.docker.compose.service"]
         number = info["Config"]["Labels"].get("com.docker.compose.container-number", "1")
-        out[f"{name}-{number}" if name == "spark-worker" else name] = cid
+        out[f"{name}-{number}" if name == "spark-worker" else name] = info
     return out
 
 
 def wait_healthy(env: dict[str, str], timeout: float = 600) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        states = {}
-        for name, cid in containers(env).items():
-            info = json.loads(sh("docker", "inspect", cid, env=env))[0]["State"]
-            states[name] = (info.get("Health") or {}).get("Status", info["Status"])
+        states = {
+            name: (info["State"].get("Health") or {}).get("Status", info["State"]["Status"])
+            for name, info in containers(env).items()
+        }
         if len(states) >= 11 and all(s == "healthy" for s in states.values()):
             return
         assert time.monotonic() < deadline, f"not all healthy after {timeout} s: {states}"
-        time.sleep(3)
+        time.sleep(1)
 
 
 def redis_client():
@@ -140,6 +148,10 @@ def redis_client():
 
 
 def replay(env: dict[str, str], seconds: float = 15) -> int:
+    """The whole trace played in ``seconds``."""
+    from elastic_sps.model import traces
+
+    speedup = traces.load(TRACE).duration_s / seconds
     out = sh(
         sys.executable,
         "-m",
@@ -150,11 +162,11 @@ def replay(env: dict[str, str], seconds: float = 15) -> int:
         "--topology",
         env["HOST_TOPOLOGY"],
         "--trace",
-        "short-spikes",
+        TRACE,
         "--peak-rate",
         "60",
         "--speedup",
-        str(360 / seconds),
+        str(speedup),
         env={"PYTHONPATH": str(ROOT)},
     )
     return int(out.split()[1])
@@ -172,17 +184,15 @@ def wait_all_accounted(expected_sent: int, timeout: float = 300) -> list:
         if stages[0].sent >= expected_sent and all(s.lost == 0 for s in stages):
             return stages
         assert time.monotonic() < deadline, f"not drained after {timeout} s: {stages}"
-        time.sleep(2)
+        time.sleep(1)
 
 
 def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(stack):
     t0 = time.monotonic()
     # the Redis password is on no process's command line (it is in a config file)
-    cids = containers(stack)
-    assert PASSWORD not in sh("docker", "top", cids["redis"], "-eo", "pid,args", env=stack)
-    assert PASSWORD not in json.dumps(
-        json.loads(sh("docker", "inspect", cids["redis"], env=stack))[0]["Config"]["Cmd"]
-    )
+    redis_info = containers(stack)["redis"]
+    assert PASSWORD not in sh("docker", "top", redis_info["Id"], "-eo", "pid,args", env=stack)
+    assert PASSWORD not in json.dumps(redis_info["Config"]["Cmd"])
     sent = replay(stack)
     stages = wait_all_accounted(sent)
     assert stages[0].sent == sent and stages[-1].processed == sent  # nothing lost by id
@@ -200,7 +210,7 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
     while r.get(Keys().active(CHAIN)) != b"3":
         assert time.monotonic() < deadline, "execute did not apply the rescale"
         time.sleep(0.5)
-    sent += replay(stack, seconds=6)
+    sent += replay(stack, seconds=10)  # long enough for a batch planned with 3
     # the replicas serve the new count at once; the next epoch (SPS_TASK_WINDOW_S) is
     # planned with it. The chain admits at its entry step (SPS_ADMISSION=auto: one
     # stateless entry chain, its source topic made with a partition per replica), so
@@ -226,16 +236,19 @@ def test_the_stack_runs_a_users_pipeline_and_survives_what_a_deployment_meets(st
         if targets and not down:
             break
         assert time.monotonic() < deadline, f"targets not up: {down}"
-        time.sleep(3)
+        time.sleep(1)
     assert {t["labels"]["job"] for t in targets} >= {"ingress", "dataplane", "spark-worker"}
 
     # a killed service comes back (restart: unless-stopped) and nothing is lost
     monitor = containers(stack)["monitor"]
-    pid = json.loads(sh("docker", "inspect", monitor, env=stack))[0]["State"]["Pid"]
-    os.kill(pid, 9)  # a crash, as a host's OOM killer would do it
-    time.sleep(3)
+    os.kill(monitor["State"]["Pid"], 9)  # a crash, as a host's OOM killer would do it
+    # restarted before health is awaited: else the old, healthy state could pass for it
+    deadline = time.monotonic() + 60
+    while containers(stack)["monitor"]["RestartCount"] < 1:
+        assert time.monotonic() < deadline, "the killed monitor was not restarted"
+        time.sleep(0.5)
     wait_healthy(stack, timeout=300)
-    restarts = json.loads(sh("docker", "inspect", monitor, env=stack))[0]["RestartCount"]
+    restarts = containers(stack)["monitor"]["RestartCount"]
     assert restarts >= 1
     sent += replay(stack, seconds=8)
     wait_all_accounted(sent)

@@ -89,6 +89,7 @@ def nexmark_run(tmp_path_factory):
         live=False,
         drain_s=120,
         compare_static=False,
+        plots=False,  # tests/unit/test_report.py draws them
         warmup_s=2,
         events_file=str(root / "events.jsonl"),
         cycle=False,

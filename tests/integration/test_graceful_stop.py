@@ -11,7 +11,7 @@ import signal
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -84,36 +84,57 @@ def stop_gracefully(proc: ServiceProcess) -> None:
     proc.stop(signal.SIGKILL)  # what is left of its group (Spark's JVM)
 
 
-def two_keyed_stages(out: str) -> dict[str, Any]:
-    """``step``, then two keyed stages apart (a Kafka hop between them), each numbering
-    its key's events: the second's numbers reach ``out``."""
+def fanned_out(out: str) -> dict[str, Any]:
+    """``step`` (relabels; the entry operator), fanned out to ``after`` (kept apart: its
+    topic carries ``step``'s outputs) and to two keyed stages apart (a Kafka hop between
+    them), each numbering its key's events: the second's numbers reach ``out``. One
+    pipeline for both stop tests: each dataplane run boots Spark (~15 s)."""
     ops = "tests.support.engine_ops"
     keyed = {"key": "field:key", "et_ms": 0.1, "max_replicas": 2, "chain": False,
              "code": f"{ops}:count_seen"}  # fmt: skip
+    doc = step_after()
     return {
         "operators": [
-            {"name": "step", "code": f"{ops}:relabel", "et_ms": 0.1, "max_replicas": 2},
+            *doc["operators"],
             {"name": "first", **keyed},
             {"name": "second", **keyed, "output": out},
         ],
         "edges": [
-            {"from": "source", "to": "step"},
+            *doc["edges"],
             {"from": "step", "to": "first"},
             {"from": "first", "to": "second"},
         ],
     }
 
 
-def run_twice_stopped(
-    kafka_bootstrap: str, redis_url: str, tmp_path: Path, tag: str, doc: dict[str, Any],
-    outputs: Outputs,
-) -> None:  # fmt: skip
-    """Two runs of ``EVENTS`` new events each, each stopped by a SIGTERM once its events'
-    outputs are out; the source's progress each run committed, by hand."""
+@dataclass
+class Stopped:
+    """What two runs, each stopped by a SIGTERM, left: ``step``'s outputs (``after``'s
+    topic), the second keyed stage's (``out``), and the source's progress committed
+    after each run."""
+
+    after: Outputs
+    out: Outputs
+    committed: list[dict[int, int]]
+
+
+@pytest.fixture(scope="module")
+def stopped(kafka_bootstrap: str, redis_url: str, tmp_path_factory: Any) -> Stopped:
+    """Two runs of ``EVENTS`` new events each, each stopped by a SIGTERM once its
+    events' outputs are out on both topics; the source's progress each run committed,
+    by hand."""
+    tmp_path = tmp_path_factory.mktemp("graceful")
+    tag = f"gs{uuid.uuid4().hex[:6]}"
+    out = f"{tag}.out"
+    got = Stopped(
+        Outputs(kafka_bootstrap, Keys(tag).topic("after"), 2, envelopes=True),
+        Outputs(kafka_bootstrap, out, 1, envelopes=False),
+        [],
+    )
     source = {"topics": [f"{tag}.orders"], "format": "json", "id": "field:id",
               "key": "field:key", "time": "field:t"}  # fmt: skip
     path = tmp_path / "pipeline.yaml"
-    path.write_text(yaml.safe_dump({**doc, "source": source, "name": tag}))
+    path.write_text(yaml.safe_dump({**fanned_out(out), "source": source, "name": tag}))
     env: dict[str, Any] = {
         "SPS_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "SPS_REDIS_URL": redis_url,
@@ -138,39 +159,47 @@ def run_twice_stopped(
         try:
             dataplane.wait_healthy(240)
             produce(kafka_bootstrap, source["topics"][0], range(run * EVENTS, (run + 1) * EVENTS))
-            outputs.wait_for((run + 1) * EVENTS, dataplane)
+            got.after.wait_for((run + 1) * EVENTS, dataplane)
+            got.out.wait_for((run + 1) * EVENTS, dataplane)
             stop_gracefully(dataplane)
         finally:
             dataplane.stop(signal.SIGKILL)
-        # the epoch's only commit was the stop's: each source partition read to its end
-        done = {int(j): int(v) for j, v in r.hgetall(Keys(tag).committed("step")).items()}
-        assert done == {0: (run + 1) * EVENTS // 2, 1: (run + 1) * EVENTS // 2}
-    outputs.read()
-    outputs.consumer.close()
+        got.committed.append(
+            {int(j): int(v) for j, v in r.hgetall(Keys(tag).committed("step")).items()}
+        )
+    for outputs in (got.after, got.out):
+        outputs.read()
+        outputs.consumer.close()
+    return got
+
+
+def assert_each_run_committed_its_end(got: Stopped) -> None:
+    """The epoch's only commit was the stop's: each source partition read to its end."""
+    assert got.committed == [
+        {0: (run + 1) * EVENTS // 2, 1: (run + 1) * EVENTS // 2} for run in range(2)
+    ]
+
+
+def assert_each_id_once(outputs: Outputs) -> None:
     assert set(outputs.ids) == {f"e{k}" for k in range(2 * EVENTS)}
     assert [i for i, n in outputs.ids.items() if n > 1] == []
 
 
-def test_a_sigterm_mid_epoch_repeats_no_output(
-    kafka_bootstrap: str, redis_url: str, tmp_path: Path
-) -> None:
-    tag = f"gs{uuid.uuid4().hex[:6]}"
-    outputs = Outputs(kafka_bootstrap, Keys(tag).topic("after"), 2, envelopes=True)
-    run_twice_stopped(kafka_bootstrap, redis_url, tmp_path, tag, step_after(), outputs)
+def test_a_sigterm_mid_epoch_repeats_no_output(stopped: Stopped) -> None:
+    assert_each_run_committed_its_end(stopped)
+    assert_each_id_once(stopped.after)
 
 
 def test_a_sigterm_mid_epoch_applies_each_event_once_in_two_keyed_stages(
-    kafka_bootstrap: str, redis_url: str, tmp_path: Path
+    stopped: Stopped,
 ) -> None:
     """4,000 events over keys k0..k6 (event k: key k mod 7, so k0-k2 get 572 and k3-k6
     571; e13's sum of 13 relabels it to k6'): each id out once, and the second stage
     numbered each key's events 1..its count."""
-    tag = f"gs{uuid.uuid4().hex[:6]}"
-    out = f"{tag}.out"
-    outputs = Outputs(kafka_bootstrap, out, 1, envelopes=False)
-    run_twice_stopped(kafka_bootstrap, redis_url, tmp_path, tag, two_keyed_stages(out), outputs)
+    assert_each_run_committed_its_end(stopped)
+    assert_each_id_once(stopped.out)
     numbers: dict[str, list[int]] = {}
-    for v in outputs.values:
+    for v in stopped.out.values:
         numbers.setdefault(v["key"], []).append(v["n"])
     counts = {"k0": 572, "k1": 572, "k2": 572, "k3": 571, "k4": 571, "k5": 571, "k6": 570}
     counts["k6'"] = 1

@@ -1,3 +1,7 @@
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -12,6 +16,50 @@ from elastic_sps.las.shedder import (
 from elastic_sps.las.sketch import Hashes, SketchPair, dimensions
 
 pytestmark = pytest.mark.unit
+
+# shed_sim's own functions, before ``memoised`` stands in for them
+_make_stream, _run = shed_sim.make_stream, shed_sim.run
+_streams: dict[tuple[shed_sim.Setup, int], shed_sim.Stream] = {}
+_stream_key: dict[int, tuple[shed_sim.Setup, int]] = {}  # id(stream), kept alive in _streams
+_runs: dict[tuple[Any, ...], shed_sim.Outcome] = {}
+
+
+def _memo_stream(setup: shed_sim.Setup, seed: int) -> shed_sim.Stream:
+    if (setup, seed) not in _streams:
+        stream = _streams[setup, seed] = _make_stream(setup, seed)
+        _stream_key[id(stream)] = (setup, seed)
+    return _streams[setup, seed]
+
+
+def _memo_run(
+    kind: str, setup: shed_sim.Setup, stream: shed_sim.Stream, seed: int, chunk: int | None = None
+) -> shed_sim.Outcome:
+    made = _stream_key.get(id(stream))
+    if made is None:  # a stream made elsewhere: not remembered
+        return _run(kind, setup, stream, seed, chunk)
+    key = (kind, setup, made, seed, chunk)
+    if key not in _runs:
+        _runs[key] = _run(kind, setup, stream, seed, chunk)
+    return _runs[key]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget() -> Iterator[None]:
+    yield
+    for memo in (_streams, _stream_key, _runs):  # tens of MB of arrays
+        memo.clear()
+
+
+@contextlib.contextmanager
+def memoised() -> Iterator[None]:
+    """shed_sim's streams and runs remembered by their inputs (both are seeded: the same
+    inputs, the same result), for the tests that repeat them: every ``summarise`` re-runs
+    Base Line per stream, and Fig. 5b's Zipf-1.0 oracle point repeats ``default_runs``'
+    first seeds. Not for the test that checks a seed repeats its result."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(shed_sim, "make_stream", _memo_stream)
+        mp.setattr(shed_sim, "run", _memo_run)
+        yield
 
 
 def test_dimensions_match_the_paper():
@@ -214,10 +262,11 @@ def test_more_active_replicas_means_later_shedding():
 
 @pytest.fixture(scope="module")
 def default_runs():
-    setup = shed_sim.Setup()
-    runs = {k: shed_sim.summarise_runs(k, setup, runs=8, seed=0) for k in shed_sim.SHEDDERS}
-    oracle = shed_sim.Setup(bootstrap="oracle")
-    runs["las-oracle"] = shed_sim.summarise_runs("las", oracle, runs=8, seed=0)
+    with memoised():
+        rows = shed_sim.summarise(shed_sim.SHEDDERS, shed_sim.Setup(), runs=8, seed=0)
+        runs = {row["shedder"]: row for row in rows}
+        oracle = shed_sim.Setup(bootstrap="oracle")
+        runs["las-oracle"] = shed_sim.summarise_runs("las", oracle, runs=8, seed=0)
     return runs
 
 
@@ -250,8 +299,9 @@ def test_at_zero_under_provisioning_las_drops_near_what_full_knowledge_drops():
     instead, Ĉ kept its (1 + ε) over-charge for about 100 ms at a time and LAS dropped
     5.61 %, 1.48 × Full Knowledge."""
     setup = shed_sim.Setup(underprovision=0.0)
-    las = shed_sim.summarise_runs("las", setup, runs=3, seed=0)
-    full = shed_sim.summarise_runs("full", setup, runs=3, seed=0)
+    with memoised():  # one Base Line run per stream for both
+        las = shed_sim.summarise_runs("las", setup, runs=3, seed=0)
+        full = shed_sim.summarise_runs("full", setup, runs=3, seed=0)
     # at ρ = 1 the queue grows without drops; holding τ takes a few per cent, not none and
     # not a tenth (a guard against a degenerate comparison, not the simulator's own figure)
     assert 0.01 < full["dropped_ratio"] < 0.10
@@ -271,12 +321,13 @@ def test_the_shedding_ratio_falls_with_skew_as_in_fig_5b():
     charge (the items' unweighted mean) 10 streams rise again at Zipf-2.5-3.0, where one
     or two items carry the stream and its mean lies anywhere in 0.1-6.4 ms
     (docs/measurements.md, "LAS")."""
-    ratios = [
-        shed_sim.summarise(
-            ("las",), shed_sim.Setup(distribution=d, bootstrap="oracle"), runs=3, seed=0
-        )[0]["shedding_ratio"]
-        for d in ("uniform", "zipf-1.0", "zipf-3.0")
-    ]
+    with memoised():  # Zipf-1.0 (the default) with the oracle: default_runs' first seeds
+        ratios = [
+            shed_sim.summarise(
+                ("las",), shed_sim.Setup(distribution=d, bootstrap="oracle"), runs=3, seed=0
+            )[0]["shedding_ratio"]
+            for d in ("uniform", "zipf-1.0", "zipf-3.0")
+        ]
     assert ratios[0] > ratios[1] > ratios[2] > 0
     assert ratios[2] < 0.02
 
