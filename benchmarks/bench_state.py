@@ -2,7 +2,7 @@
 stateless one's, and the CPU per event of the same operator keyed and unkeyed.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_state.py [--keys 100000]
-     [--rate 400] [--events 20000] [--json]
+     [--rate 400] [--events 20000] [--runs 1] [--json]
 
 One operator (``benchmarks.harness.keyed_ops:running_total``, a running total per key) on
 the embedded broker, redis-server and Spark (local[2]), fed by this process; three
@@ -19,7 +19,9 @@ Per variant: each partition's wait from its last commit to its next task's first
 output latency (sent -> output read here) p50/p99 of events in partitions that did not
 move, in the 4 s after each resize, and over the run; then a burst of ``--events`` events
 at 2 replicas and the CPU seconds per event of the dataplane's processes (driver JVM and
-Python, Spark's Python workers) while it is served.
+Python, Spark's Python workers) while it is served. With ``--runs N`` (N > 1) the three
+variants alternate N times: ``{"runs": [...], "medians": {...}}``, the target's ratio
+taken between the medians of the two keyed variants' unmoved p99 (``medians``).
 """
 
 from __future__ import annotations
@@ -207,22 +209,57 @@ def _resize_figures(kb: KnowledgeBase, outputs: Collector, changes: list, keyed:
     }
 
 
+VARIANTS = ("keyed", "keyed-still", "unkeyed")
+
+
+def ratios(run: dict[str, Any]) -> dict[str, Any]:
+    """One run's variants with the unmoved p99 after a resize against the still run's, and
+    the keyed operator's CPU per event against the unkeyed one's."""
+    base = run["keyed-still"]["latency_after_resize_unmoved"]["p99"]
+    got = run["keyed"]["latency_after_resize_unmoved"]["p99"]
+    cpu_k, cpu_u = run["keyed"]["cpu_ms_per_event"], run["unkeyed"]["cpu_ms_per_event"]
+    return {
+        **run,
+        "unmoved_p99_ratio": round(got / base, 2) if base and got else None,
+        "cpu_ratio_keyed_to_unkeyed": round(cpu_k / cpu_u, 2) if cpu_u else None,
+    }
+
+
+def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over runs: the median of each variant's unmoved p99 after a resize, their ratio
+    (the target's figure), the median of the moved pauses' medians and p99s, and every
+    event lost in any run."""
+
+    def med(xs: list[Any]) -> float | None:
+        got = [x for x in xs if x is not None]
+        return round(float(np.median(got)), 1) if got else None
+
+    keyed = med([r["keyed"]["latency_after_resize_unmoved"]["p99"] for r in runs])
+    still = med([r["keyed-still"]["latency_after_resize_unmoved"]["p99"] for r in runs])
+    return {
+        "unmoved_p99_keyed": keyed,
+        "unmoved_p99_still": still,
+        "unmoved_p99_ratio": round(keyed / still, 2) if keyed and still else None,
+        "pause_moved_median_ms": med([r["keyed"]["pause_moved"]["median_ms"] for r in runs]),
+        "pause_moved_p99_ms": med([r["keyed"]["pause_moved"]["p99_ms"] for r in runs]),
+        "lost": sum(r[name]["lost"] for r in runs for name in VARIANTS),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=400.0)
     ap.add_argument("--events", type=int, default=20_000)
+    ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    out: dict[str, Any] = {}
+    runs: list[dict[str, Any]] = []
     with embedded.kafka_broker() as bootstrap, embedded.redis_server() as redis_url:
-        for name in ("keyed", "keyed-still", "unkeyed"):
-            out[name] = run_variant(bootstrap, redis_url, name, args)
-    base = out["keyed-still"]["latency_after_resize_unmoved"]["p99"]
-    got = out["keyed"]["latency_after_resize_unmoved"]["p99"]
-    out["unmoved_p99_ratio"] = round(got / base, 2) if base and got else None
-    cpu_k, cpu_u = out["keyed"]["cpu_ms_per_event"], out["unkeyed"]["cpu_ms_per_event"]
-    out["cpu_ratio_keyed_to_unkeyed"] = round(cpu_k / cpu_u, 2) if cpu_u else None
+        for _ in range(args.runs):  # the variants alternate, run after run
+            run = {name: run_variant(bootstrap, redis_url, name, args) for name in VARIANTS}
+            runs.append(ratios(run))
+    out = runs[0] if args.runs == 1 else {"runs": runs, "medians": medians(runs)}
     print(json.dumps(out, indent=None if args.json else 2))
 
 

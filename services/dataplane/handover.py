@@ -80,12 +80,13 @@ class KeyedMoves:
         if count == self.active:
             return
         pool = self.g.partitions
-        for j in sorted(feeds):
-            new = owner(j, pool, count)
-            if owner(j, pool, self.active) == new:
-                continue
-            if new not in self.queues:
-                self.queues[new] = self.spawn(new)
+        was = {j: owner(j, pool, self.active) for j in feeds}
+        moving = {j: new for j in sorted(feeds) if (new := owner(j, pool, count)) != was[j]}
+        # the new threads first: an old owner then finds its partitions' releases
+        # together in its feed and commits them at once (``Replica.take_in``)
+        for new in sorted(set(moving.values()) - set(self.queues)):
+            self.queues[new] = self.spawn(new)
+        for j, new in moving.items():
             move = HandOver(j, new, self.queues[new])
             feeds[j].put(Release(move))
             self.queues[new].put(Acquire(move))

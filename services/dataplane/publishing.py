@@ -130,7 +130,10 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
         )
         g.producer.produce(metrics_topic, rec.model_dump_json().encode(), partition=0)
     pipe.execute()
-    g.producer.p.flush(10)
+    if span is not None:  # a task's end; inside it the counters go in the background
+        g.producer.p.flush(10)
+    else:
+        g.producer.p.poll(0)
 
 
 def commit_state(g: GroupRun, results: list[SlotResult]) -> None:

@@ -63,6 +63,14 @@ class Epoch:
     last: float = field(default_factory=time.monotonic)
     span: Span | None = None
 
+    @classmethod
+    def staggered(cls, span: Span, checkpoint_s: float, replica_id: int, pool: int) -> Epoch:
+        """Replicas started together checkpoint at different moments, the first of
+        replica ``i`` of ``pool`` coming ``i / pool`` of an interval early: their flushes
+        and commits do not all hold up the worker's events at once."""
+        early = checkpoint_s * (replica_id % pool) / pool if pool > 0 else 0.0
+        return cls(span.deadline, checkpoint_s, time.monotonic() - early, span)
+
     def end(self) -> float:
         return self.span.deadline if self.span is not None else self.deadline
 
@@ -376,7 +384,8 @@ def run_windowed(
 
     def start(replica_id: int, own: list[Slot]) -> Feed | None:
         feed = None if own and own[0].drain else queues.setdefault(replica_id, Feed())
-        args = (g, replica_id, own, records, feed, Epoch(span.deadline, every, span=span))
+        epoch = Epoch.staggered(span, every, replica_id, g.op.max_replicas)
+        args = (g, replica_id, own, records, feed, epoch)
         futures.append(threads().submit(serve_replica, *args))
         return feed
 

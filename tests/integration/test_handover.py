@@ -182,3 +182,23 @@ def test_the_reader_reroutes_the_moving_partitions_and_records_the_move(group: G
     moves.recording.join()  # recorded off the reader's thread
     (move,) = KnowledgeBase(g.r, Keys(g.keys.prefix)).moves()
     assert (move["from"], move["to"], move["partitions"]) == (1, 2, [2, 3])
+
+
+def test_every_new_owner_starts_before_the_old_one_is_told_to_release(group: GroupRun) -> None:
+    """1 -> 4: the three threads start first, so the one replica finds its three
+    releases together (committed at once) rather than one per thread start."""
+    g = group
+    q0: Feed = Feed()
+    waiting_at_spawn: list[int] = []
+
+    def spawn(replica_id: int) -> Feed:
+        waiting_at_spawn.append(q0.qsize())
+        return Feed()
+
+    moves = KeyedMoves(g, 1, {0: q0}, spawn)
+    g.r.set(g.keys.active("total"), 4)
+    moves(dict.fromkeys(range(POOL), q0))
+    assert waiting_at_spawn == [0, 0, 0]
+    assert [q0.get_nowait().move.partition for _ in range(3)] == [1, 2, 3]
+    assert moves.recording is not None
+    moves.recording.join()

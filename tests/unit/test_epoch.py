@@ -10,7 +10,7 @@ import time
 import pytest
 
 from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed
-from elastic_sps.services.dataplane.replica import CHUNK, Epoch, _take, resumed
+from elastic_sps.services.dataplane.replica import CHUNK, Epoch, Span, _take, resumed
 from elastic_sps.services.dataplane.slots import Slot
 
 pytestmark = pytest.mark.unit
@@ -35,6 +35,15 @@ def test_a_checkpoint_is_due_once_its_interval_has_passed():
     assert not epoch.due(10.9)
     assert epoch.due(11.0)
     assert not Epoch(deadline=100.0, checkpoint_s=0.0, last=10.0).due(50.0)  # 0: at the end
+
+
+def test_replicas_started_together_first_checkpoint_a_share_of_an_interval_apart(monkeypatch):
+    monkeypatch.setattr(time, "monotonic", lambda: 100.0)
+    span = Span(160.0)
+    firsts = [Epoch.staggered(span, 2.0, i, 4).last + 2.0 for i in range(5)]
+    assert firsts == [102.0, 101.5, 101.0, 100.5, 102.0]  # replica 4 of a pool of 4 as 0
+    assert Epoch.staggered(span, 2.0, 3, 4).end() == 160.0
+    assert Epoch.staggered(span, 0.0, 3, 4).last == 100.0  # no checkpoints inside: no phase
 
 
 def test_a_take_waits_until_the_next_checkpoint_or_the_deadline_whichever_is_first():
