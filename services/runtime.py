@@ -18,6 +18,7 @@ from elastic_sps.contracts.action import DeadLetter
 from elastic_sps.contracts.base import ContractError, R, decode, encode
 from elastic_sps.io.connections import KafkaSecurity
 from elastic_sps.io.embedded import free_port
+from elastic_sps.io.kafka_admin import ensure_topics, service_group
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.services.faust_fetch import app_class
 from elastic_sps.settings import ServiceSettings
@@ -102,7 +103,7 @@ class ServiceApp:
         port = settings.web_port or free_port()
         self.web_port = port
         self.app = app_class(settings.kafka_fetch_max_wait_ms)(
-            f"sps-{name}",
+            service_group(name),
             broker=f"kafka://{settings.kafka_bootstrap_servers}",
             broker_credentials=KafkaSecurity().faust_credentials(),
             store="memory://",
@@ -190,8 +191,6 @@ class ServiceApp:
         self.metrics.last_record_at = time.time()
 
     def run(self) -> None:
-        from elastic_sps.io.kafka_admin import ensure_topics
-
         topics = self.settings.topics
         # not the default source topic: its partitions are the admission site's to make
         # (``las.site``), and this service does not read it

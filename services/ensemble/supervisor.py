@@ -273,11 +273,8 @@ def up(
         decisions = ServiceSettings().topics.decisions
         decision_log = DecisionLog(bootstrap, decisions, run_dir / "decisions.jsonl")
         stack.callback(decision_log.close)
-        for name in SERVICES:
-            if name == "ingress" and admission == "entry" and name not in (replace or {}):
-                continue  # the entry operator's replicas admit
-            ens.start(name)
-        ens.wait_healthy()
+        built_in = _start_services(ens, admission, replace or {})
+        healthy_at = time.monotonic()
         if LocalSettings().dataplane_standby and "dataplane" not in (replace or {}):
             ens.start(STANDBY)  # after the first holds the lease: it stands by, warming up
         if with_prometheus:
@@ -285,10 +282,23 @@ def up(
 
             ports = {c.name: c.port for c in ens.children if c.port}
             ens.prometheus_url = stack.enter_context(prometheus(run_dir, ports))
-        time.sleep(4)  # consumer-group joins settle (about 3 s on the embedded broker)
+        from elastic_sps.services.ensemble import joins
+
+        groups = joins.ensemble_groups(ServiceSettings().topics, topo, prefix, admission, built_in)
+        joins.settle(bootstrap, groups, blind=bool(replace), since=healthy_at)
         threading.Thread(target=ens.supervise, name="supervisor", daemon=True).start()
         with _stop_on_signals():
             yield ens
+
+
+def _start_services(ens: Ensemble, admission: str, replace: dict[str, list[str]]) -> list[str]:
+    """Every service (with admission at the entry step no ingress: the entry operator's
+    replicas admit) until all are healthy; the built-in ones' names."""
+    started = [n for n in SERVICES if n in replace or (n, admission) != ("ingress", "entry")]
+    for name in started:
+        ens.start(name)
+    ens.wait_healthy()
+    return [n for n in started if n not in replace]
 
 
 def deployment_prefix(run_dir: Path, pipeline: str, fresh: bool = False) -> tuple[str, bool]:

@@ -5,7 +5,7 @@ several partitions, which scrambles it)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -149,3 +149,55 @@ def group_readers(bootstrap: str, group: str, topic: str) -> int:
         for m in described.members
         if m.assignment is not None
     )
+
+
+def service_group(service: str) -> str:
+    """A built-in faust service's consumer group: its app's id (``services/runtime.py``)."""
+    return f"sps-{service}"
+
+
+def _settled(described: Any, topics: Iterable[str]) -> bool:
+    """STABLE (no join or rebalance under way), its members holding a partition of each
+    of ``topics``: a member left by an earlier process of the group reads other topics."""
+    from confluent_kafka import ConsumerGroupState
+
+    held = {
+        tp.topic
+        for m in described.members
+        if m.assignment is not None
+        for tp in m.assignment.topic_partitions
+    }
+    return described.state == ConsumerGroupState.STABLE and bool(held) and set(topics) <= held
+
+
+def wait_groups_stable(
+    bootstrap: str, groups: Mapping[str, Iterable[str]], timeout_s: float
+) -> list[str]:
+    """Wait until each consumer group of ``groups`` (group -> the topics it reads) has
+    settled (``_settled``): a record produced next is fetched at once, not after the
+    join. Returns the groups not settled within ``timeout_s`` (none: all were). A group
+    not there yet, or its coordinator not ready, is asked again every 0.1 s; any other
+    error (a broker without the request) raises ``KafkaException``."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = AdminClient(kafka_config(bootstrap))
+    deadline = time.monotonic() + timeout_s
+    pending = {g: list(topics) for g, topics in groups.items()}
+    while pending:
+        wait = max(1.0, min(10.0, deadline - time.monotonic()))
+        for group, fut in admin.describe_consumer_groups(
+            list(pending), request_timeout=wait
+        ).items():
+            try:
+                described = fut.result()
+            except KafkaException as exc:
+                err = exc.args[0]
+                if _not_ready(err) or err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                    continue
+                raise
+            if _settled(described, pending[group]):
+                del pending[group]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    return sorted(pending)
