@@ -6,19 +6,20 @@ import json
 import math
 import signal
 import time
-import uuid
 
 import pytest
 from confluent_kafka import Producer
 
 from elastic_sps.contracts.metrics import OperatorCounters
-from elastic_sps.io.kafka_admin import ensure_topics
+from elastic_sps.io.kafka_admin import ensure_topics, wait_groups_stable
 from elastic_sps.io.kafka_io import read_topic
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.topics import Topics
 from elastic_sps.model import topology
+from elastic_sps.services.ensemble.joins import JOIN_WAIT_S, control_groups
 from tests.support.processes import ServiceProcess
 from tests.support.recorded import chain_interval
+from tests.support.service_env import service_env
 
 pytestmark = pytest.mark.integration
 
@@ -38,19 +39,18 @@ def read_all(bootstrap: str, topic: str, timeout: float = 2.0, max_s: float = 20
 
 def run_env(bootstrap: str, redis_url: str, **extra: str) -> tuple[str, Topics, dict[str, str]]:
     """A fresh prefix and topic names, so a test never reads another's records."""
-    tag = uuid.uuid4().hex[:6]
-    topics = Topics(**{f: f"{tag}.{v}" for f, v in Topics().model_dump().items()})
-    env = {
-        "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "SPS_REDIS_URL": redis_url,
-        "SPS_KEY_PREFIX": tag,
-        "SPS_TD": "1",
-        "SPS_TOPOLOGY": "twitter",
-        **{f"SPS_TOPICS__{f.upper()}": v for f, v in topics.model_dump().items()},
-        **extra,
-    }
+    tag, topics, env = service_env(
+        bootstrap, redis_url, SPS_TD="1", SPS_TOPOLOGY="twitter", **extra
+    )
     ensure_topics(bootstrap, topics.control())
     return tag, topics, env
+
+
+def wait_joined(bootstrap: str, topics: Topics, services: list[str]) -> None:
+    """Until the services' consumer groups hold their topics (``up`` waits so too): a
+    record produced before would wait for the join. The groups are named per service,
+    not per test, and a member an earlier test left holds its own topics, not these."""
+    wait_groups_stable(bootstrap, control_groups(topics, services), JOIN_WAIT_S)
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def ensemble(kafka_bootstrap, redis_url, redis_client):
     try:
         for p in procs.values():
             p.wait_healthy()
-        time.sleep(4)  # consumer-group joins (about 3 s on the embedded broker)
+        wait_joined(kafka_bootstrap, topics, list(procs))
         yield procs, topics, Keys(tag), env
     finally:
         for p in procs.values():
@@ -148,7 +148,7 @@ def test_dry_run_decides_and_explains_but_changes_no_count(
     try:
         for p in procs:
             p.wait_healthy()
-        time.sleep(4)  # consumer-group joins
+        wait_joined(kafka_bootstrap, topics, ["plan", "execute"])
         need = OperatorNeed(replicas=3, current=1, raw_replicas=2.4)
         rec = analysis_record(7, dict.fromkeys(OPS, need), "pa-sps", 900, time.time())
         producer = Producer({"bootstrap.servers": kafka_bootstrap})

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import signal
 import time
-import uuid
 
 import pytest
 
 from elastic_sps.io import embedded
-from elastic_sps.io.topics import Topics
 from elastic_sps.services.runtime import SHUTDOWN_GRACE_S
 from tests.support.processes import ServiceProcess
+from tests.support.service_env import service_env
 
 pytestmark = pytest.mark.integration
 
@@ -34,14 +33,7 @@ def _exit_time(proc: ServiceProcess, deadline_s: float) -> float:
 def _start(name: str, bootstrap: str, redis_url: str) -> ServiceProcess:
     """``name`` started healthy, on its own key prefix and topics: on the session's
     broker it reads nothing another test left."""
-    tag = f"sd{uuid.uuid4().hex[:6]}"
-    topics = Topics(**{f: f"{tag}.{v}" for f, v in Topics().model_dump().items()})
-    env = {
-        "SPS_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "SPS_REDIS_URL": redis_url,
-        "SPS_KEY_PREFIX": tag,
-        **{f"SPS_TOPICS__{f.upper()}": v for f, v in topics.model_dump().items()},
-    }
+    _, _, env = service_env(bootstrap, redis_url, tag_prefix="sd")
     svc = ServiceProcess(name, env).start()
     svc.wait_healthy(120)
     return svc
