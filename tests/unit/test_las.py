@@ -262,20 +262,24 @@ def test_more_active_replicas_means_later_shedding():
 
 @pytest.fixture(scope="module")
 def default_runs():
+    """Three streams (LAS takes seconds a run), as the figures below: seed 0's costs the
+    most over the declared of seeds 0-7 (LAS without its start-up probes queued 5.5 τ
+    on it), and over seeds 0-15 no three of LAS's runs average more than 1.08 τ."""
     with memoised():
-        rows = shed_sim.summarise(shed_sim.SHEDDERS, shed_sim.Setup(), runs=8, seed=0)
+        rows = shed_sim.summarise(shed_sim.SHEDDERS, shed_sim.Setup(), runs=3, seed=0)
         runs = {row["shedder"]: row for row in rows}
         oracle = shed_sim.Setup(bootstrap="oracle")
-        runs["las-oracle"] = shed_sim.summarise_runs("las", oracle, runs=8, seed=0)
+        runs["las-oracle"] = shed_sim.summarise_runs("las", oracle, runs=3, seed=0)
     return runs
 
 
 def test_las_holds_tau_where_strawman_and_baseline_do_not(default_runs):
     """§5.1 (τ = 6.4 ms): Straw-Man and Baseline queue over 3 τ. LAS starting from the
     operator's declared cost holds 1.25 τ once its Δ probes re-anchor Ĉ before the first
-    sketch (without them it measured 2.1 τ: the seeds whose Zipf stream costs more than
-    the benchmark built, unseen, a backlog that weighed on the whole run), as it does
-    with the stream's true mean as its start-up charge (an oracle)."""
+    sketch (without them it measured 2.6 τ on these streams, 2.1 τ on seeds 0-7: the
+    seeds whose Zipf stream costs more than the benchmark built, unseen, a backlog that
+    weighed on the whole run), as it does with the stream's true mean as its start-up
+    charge (an oracle)."""
     tau = 6.4
     assert default_runs["las"]["avg_queuing_latency_ms"] <= 1.25 * tau
     assert default_runs["las-oracle"]["avg_queuing_latency_ms"] <= 1.25 * tau
