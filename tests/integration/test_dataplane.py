@@ -42,8 +42,10 @@ def _wait_for_batch(r: redis.Redis, log: str, active: int, proc, tmp_path) -> No
 
 
 # Each step waits for a micro-batch planned with its count (the planning is what this
-# test checks), so epochs end every 5 s here, not at the default's length.
-LOCAL = {"SPS_SPARK_MASTER": "auto", "SPS_TASK_WINDOW_S": "5"}
+# test checks), so epochs end every 2 s here, not at the default's length: on two cores
+# the four operators' queries take turns (in the local cluster each batch's two tasks
+# fill both), so a step waited up to four epochs for its batch (20 s at 5 s).
+LOCAL = {"SPS_SPARK_MASTER": "auto", "SPS_TASK_WINDOW_S": "2"}
 # Two executor JVMs with one core each, their own Python workers; two tasks per operator
 # per micro-batch, so a batch of the 4-replica step spreads over both executors.
 CLUSTER = {**LOCAL, "SPS_SPARK_MASTER": "local-cluster[2,1,1024]", "SPS_TASKS_PER_QUERY": "2"}
