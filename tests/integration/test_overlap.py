@@ -18,9 +18,11 @@ from elastic_sps.io import id_ledger
 from elastic_sps.io.envelope import decode
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.watermarks import is_declaration
+from elastic_sps.services.dataplane import replica
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.overlap import Window
+from elastic_sps.services.dataplane.replica import Span
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.task import run_group
 from tests.integration.test_entry_step import entry_pipeline, produce, raw_records, wait_until
@@ -184,3 +186,28 @@ def test_a_window_that_stopped_reading_keeps_its_record_until_it_has_committed(
     finish.set()
     assert window.done.wait(30)
     assert overlaps(run) == []
+
+
+def test_run_windowed_ends_its_read_before_its_replicas_finish(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The order the test above plays, by ``run_windowed`` itself: it tells its span that
+    its reader stopped (``Span.read_ended``) while its replica threads still run, not
+    once they are done, then returns their results. Its replica thread is held here
+    until told (10 s at most: told only after it finished, it sees False)."""
+    run = overlap_run(kafka_bootstrap, redis_url, tmp_path)
+    told = threading.Event()
+    seen: list[bool] = []
+    serve = replica.serve_replica
+
+    def held(*args: Any) -> list[Any]:
+        results = serve(*args)
+        seen.append(told.wait(10))
+        return results
+
+    monkeypatch.setattr(replica, "serve_replica", held)
+    g = GroupRun(run["o"], "after", 1)
+    span = Span(time.monotonic() + 0.5, read_ended=told.set)
+    results = replica.run_windowed(g, SLOTS, {0: [], 1: []}, span, lambda: False)
+    assert seen == [True]  # one replica thread (both slots are replica 0's), told as it ran
+    assert sorted(res.replica for res in results) == [0, 1]
