@@ -262,9 +262,9 @@ def test_more_active_replicas_means_later_shedding():
 
 @pytest.fixture(scope="module")
 def default_runs():
-    """Three streams (LAS takes seconds a run), as the figures below: seed 0's costs the
-    most over the declared of seeds 0-7 (LAS without its start-up probes queued 5.5 τ
-    on it), and over seeds 0-15 no three of LAS's runs average more than 1.08 τ."""
+    """Three streams (LAS takes seconds a run): of seeds 0-7, seed 0's stream exceeds its
+    declared cost the most (LAS without its start-up probes queued 5.5 τ on it), and
+    over seeds 0-15 no three of LAS's runs average more than 1.08 τ."""
     with memoised():
         rows = shed_sim.summarise(shed_sim.SHEDDERS, shed_sim.Setup(), runs=3, seed=0)
         runs = {row["shedder"]: row for row in rows}
