@@ -80,8 +80,11 @@ class KeyedMoves:
         if count == self.active:
             return
         pool = self.g.partitions
-        was = {j: owner(j, pool, self.active) for j in feeds}
-        moving = {j: new for j in sorted(feeds) if (new := owner(j, pool, count)) != was[j]}
+        moving = {
+            j: new
+            for j in sorted(feeds)
+            if (new := owner(j, pool, count)) != owner(j, pool, self.active)
+        }
         # the new threads first: an old owner then finds its partitions' releases
         # together in its feed and commits them at once (``Replica.take_in``)
         for new in sorted(set(moving.values()) - set(self.queues)):
