@@ -38,6 +38,7 @@ from elastic_sps.services.dataplane.reading import (
     feed_window,
     read_ahead,
 )
+from elastic_sps.services.dataplane.releasing import Releases
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
 from elastic_sps.services.dataplane.worker import threads
@@ -95,6 +96,7 @@ class Replica:
         self.runs: dict[int, SlotRun] = {}
         self.waiting: dict[int, tuple[HandOver, list[Batch]]] = {}
         self.epoch = Epoch(0.0)
+        self.releases = Releases(g)
 
     def add(self, slot: Slot) -> SlotRun:
         run = SlotRun(self.g, slot)
@@ -119,6 +121,7 @@ class Replica:
         when one is due, whether or not anything arrived."""
         self.epoch = epoch
         while (chunk := _take(feed, epoch, self.held_until())) is not None:
+            self.releases.check()
             self.take_in(chunk)
             self.adopt_released()
             for run in self.runs.values():
@@ -177,7 +180,8 @@ class Replica:
         self.release(leaving)
 
     def release(self, moves: list[HandOver]) -> None:
-        """Partitions leave: what was handed to them so far committed, then freed. One
+        """Partitions leave: what was handed to them so far committed, then freed, off
+        this thread (``releasing``): the partitions that stay are served meanwhile. One
         that moves again before it arrived here (two counts in one epoch) is adopted
         first; if its earlier owner does not free it before the epoch's end, it stays
         there, and the next task starts from that owner's commit."""
@@ -195,12 +199,7 @@ class Replica:
         for _, run in leaving:
             if run.entry is not None:
                 run.entry.released()
-        self.g.producer.flush()
-        publish(self.g, results)
-        for (move, run), res in zip(leaving, results, strict=True):
-            if run.keyed is not None and run.keyed.fenced:
-                continue  # not this attempt's to hand on: the next task starts from the commit
-            move.released(res.next_offset)
+        self.releases.start(leaving, results)
 
     def adopt_released(self) -> None:
         """Partitions whose old owner has committed: start each where it stopped."""
@@ -217,7 +216,9 @@ class Replica:
 
     def finish(self) -> list[SlotResult]:
         """Partitions still waiting when the epoch ends are not this task's: their old
-        owner commits them and the next task reads on from there."""
+        owner commits them and the next task reads on from there. Its own releases are
+        committed first: the next task plans from the commits."""
+        self.releases.settle()
         return [run.finish() for run in self.runs.values()]
 
 

@@ -175,14 +175,23 @@ class TrackedProducer:
                 if end > self._ends.get(key, 0):
                     self._ends[key] = end
 
-    def flush(self, timeout: float = 30.0) -> None:
-        """What the calling thread staged and everything produced, delivered."""
+    def seen(self) -> int:
+        """The failure count the calling thread has answered for: at its first use, or
+        when its last flush raised."""
+        self._stage()
+        seen: int = self._local.seen
+        return seen
+
+    def flush(self, timeout: float = 30.0, since: int | None = None) -> None:
+        """What the calling thread staged and everything produced, delivered. ``since``:
+        raise for the failures after that count (another thread's ``seen``, when this
+        one flushes on its behalf), not only those after this thread's last flush."""
         self.send()
         left = self.p.flush(timeout)
         self._collect()
         if left:
             raise RuntimeError(f"{left} records not delivered within {timeout}s")
-        failed = self.failures - self._local.seen
+        failed = self.failures - (self._local.seen if since is None else since)
         if failed:
             # seen before raising: the producer is cached per worker, and one failed batch
             # (Spark retries the task) must not fail every later batch of the thread

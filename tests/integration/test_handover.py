@@ -5,6 +5,7 @@ until then and starts exactly there; every event's effect lands once."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -80,6 +81,7 @@ def test_a_moved_partition_continues_where_its_old_owner_committed(group: GroupR
     new.adopt_released()
     assert 2 not in new.runs  # held: the old owner has not committed yet
     old.take_in([Release(move)])
+    old.releases.settle()  # handed on from a thread of its own
     assert (move.done.is_set(), move.next_offset) == (True, 2)
     assert move.to.get_nowait() is WAKE
     assert state_of(g, 2, "a") == ({"n": 2, "total": 12}, 2)  # committed at the hand-over
@@ -104,10 +106,13 @@ def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
     old.take_in([record(1, 0, "a", 5), record(3, 0, "c", 2), record(3, 1, "c", 4)])
     flushes: list[float] = []
     flush = g.producer.flush
-    monkeypatch.setattr(g.producer, "flush", lambda *a: (flushes.append(1), flush(*a))[1])
+    monkeypatch.setattr(
+        g.producer, "flush", lambda *a, **k: (flushes.append(1), flush(*a, **k))[1]
+    )
     to = Feed()
     one, three = HandOver(1, 1, to), HandOver(3, 1, to)
     old.take_in([Release(one), Release(three), record(0, 0, "b", 9)])
+    old.releases.settle()
     assert len(flushes) == 1
     assert [(m.done.is_set(), m.next_offset) for m in (one, three)] == [(True, 1), (True, 2)]
     assert state_of(g, 1, "a") == ({"n": 1, "total": 5}, 1)
@@ -115,6 +120,55 @@ def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
     assert sorted(old.runs) == [0, 2]  # the record after the releases served by its owner
     publish(g, old.finish())
     assert state_of(g, 0, "b") == ({"n": 1, "total": 9}, 1)
+
+
+def test_the_partitions_that_stay_are_served_while_a_release_flushes(
+    group: GroupRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The release's flush (a broker round trip) and commit run off the replica's
+    thread: partition 0's record after the release is served while the flush is held,
+    and partition 2 is freed only once the flush is through."""
+    g = group
+    old = Replica(g, 0)
+    old.serve_planned([Slot(j, 0, 0, owner=0) for j in (0, 2)], {0: [], 2: []})
+    old.take_in([record(2, 0, "a", 5)])
+    through = threading.Event()
+    flush = g.producer.flush
+
+    def held(*a: Any, **k: Any) -> None:
+        assert through.wait(30)
+        flush(*a, **k)
+
+    monkeypatch.setattr(g.producer, "flush", held)
+    move = HandOver(2, 1, Feed())
+    old.take_in([Release(move), record(0, 0, "b", 9)])
+    assert old.runs[0].res.processed == 1  # served, the flush still held
+    assert not move.done.is_set()
+    through.set()
+    old.releases.settle()
+    assert (move.done.is_set(), move.next_offset) == (True, 1)
+    assert state_of(g, 2, "a") == ({"n": 1, "total": 5}, 1)
+
+
+def test_a_release_whose_flush_fails_frees_nothing_and_fails_the_replica(
+    group: GroupRun,
+) -> None:
+    """A delivery that failed before the release (reported to no flush of the replica's
+    yet) fails the release's flush in its own thread: the partition is not freed, and
+    the replica raises at its next chunk."""
+    g = group
+    old = Replica(g, 0)
+    old.serve_planned([Slot(j, 0, 0, owner=0) for j in (0, 2)], {0: [], 2: []})
+    old.take_in([record(2, 0, "a", 5)])
+    g.producer.flush()  # the replica's last flush
+    g.producer._failed(1)  # a delivery report with an error, as the client's callback counts it
+    move = HandOver(2, 1, Feed())
+    old.take_in([Release(move)])
+    with pytest.raises(RuntimeError, match="1 records failed delivery"):
+        old.releases.settle()
+    assert not move.done.is_set()
+    with pytest.raises(RuntimeError, match="failed delivery"):
+        old.releases.check()
 
 
 def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts(
@@ -134,6 +188,7 @@ def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts
     move = HandOver(2, 1, Feed())
     new.take_in([Acquire(move), record(2, 3, "a", 13)])
     old.take_in([Release(move)])
+    old.releases.settle()
     assert not move.done.is_set() and move.to.empty()
     new.adopt_released()
     assert new.finish() == []
@@ -150,7 +205,9 @@ def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: Gro
     b.take_in([Acquire(first), record(3, 1, "z", 2)])
     c.take_in([Acquire(second), record(3, 2, "z", 4)])
     a.take_in([Release(first)])  # a commits at 1; b may now adopt, then hand on
+    a.releases.settle()
     b.take_in([Release(second)])
+    b.releases.settle()
     assert (second.done.is_set(), second.next_offset) == (True, 2)
     c.adopt_released()
     publish(g, a.finish() + b.finish() + c.finish())
