@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import HandOver
@@ -21,6 +22,9 @@ class Releases:
         self.g = g
         self.pending: list[threading.Thread] = []
         self.error: BaseException | None = None
+        # wakes the replica's take (its feed's ``WAKE``): a failed release fails it now,
+        # not at its next checkpoint
+        self.wake: Callable[[], None] = lambda: None
 
     def start(self, leaving: list[tuple[HandOver, SlotRun]], results: list[SlotResult]) -> None:
         """From the replica's thread: what it staged goes to the client first, and the
@@ -40,6 +44,7 @@ class Releases:
             publish(self.g, results)
         except BaseException as exc:  # raised in the replica's thread (``check``)
             self.error = self.error or exc
+            self.wake()
             return
         for (move, run), res in zip(leaving, results, strict=True):
             if run.keyed is not None and run.keyed.fenced:
@@ -47,12 +52,19 @@ class Releases:
             move.released(res.next_offset)
 
     def check(self) -> None:
+        """Raise a release's failure, once every release has ended: none commits after
+        the replica's task has failed (its retry plans from the commits)."""
         if self.error is not None:
+            self.join()
             raise self.error
 
-    def settle(self) -> None:
-        """Every release handed on (or failed)."""
+    def join(self) -> None:
+        """Every release ended, handed on or failed (a replica that fails waits here)."""
         for thread in self.pending:
             thread.join()
         self.pending.clear()
+
+    def settle(self) -> None:
+        """Every release handed on, or the first failure raised."""
+        self.join()
         self.check()

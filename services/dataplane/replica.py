@@ -30,7 +30,7 @@ from elastic_sps.io.knowledge_base import active_count
 from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed, size
 from elastic_sps.services.dataplane.group import GroupRun
-from elastic_sps.services.dataplane.handover import Acquire, HandOver, KeyedMoves, Release
+from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.occupancy import Occupancy
 from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.reading import (
@@ -120,6 +120,7 @@ class Replica:
         """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint
         when one is due, whether or not anything arrived."""
         self.epoch = epoch
+        self.releases.wake = lambda: feed.put(WAKE)
         while (chunk := _take(feed, epoch, self.held_until())) is not None:
             self.releases.check()
             self.take_in(chunk)
@@ -241,6 +242,7 @@ def serve_replica(
         results = replica.finish()
         g.producer.send()  # the thread's last outputs: the task flushes from another thread
     except BaseException:
+        replica.releases.join()  # none commits once the task has failed
         g.producer.discard()
         raise
     return results

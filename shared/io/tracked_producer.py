@@ -51,6 +51,9 @@ class TrackedProducer:
         self.redis = redis
         self.keys = keys
         self._ends: dict[tuple[str, int], int] = {}
+        # several threads flush, poll and collect at once: an end raised by one while
+        # another publishes and clears must land in the next publication, not be lost
+        self._ends_lock = threading.Lock()
         # a partition named at produce: its reports land in its own dict, the last
         # delivered record under None, each failure under its error, by the dict's own
         # __setitem__ (C, no Python frame per record). The last report holds the end:
@@ -72,10 +75,12 @@ class TrackedProducer:
         if err is not None:
             self._failed(1)
             return
-        key = (msg.topic(), msg.partition())
-        end = msg.offset() + 1
-        if end > self._ends.get(key, 0):
-            self._ends[key] = end
+        self._raise_end((msg.topic(), msg.partition()), msg.offset() + 1)
+
+    def _raise_end(self, key: tuple[str, int], end: int) -> None:
+        with self._ends_lock:
+            if end > self._ends.get(key, 0):
+                self._ends[key] = end
 
     def _failed(self, n: int) -> None:
         if n:
@@ -171,9 +176,7 @@ class TrackedProducer:
             # distinct errors: at least that many records
             self._failed(sum(reports.pop(e, None) is not None for e in errors))
             if last is not None:
-                end = last.offset() + 1
-                if end > self._ends.get(key, 0):
-                    self._ends[key] = end
+                self._raise_end(key, last.offset() + 1)
 
     def seen(self) -> int:
         """The failure count the calling thread has answered for: at its first use, or
@@ -197,9 +200,10 @@ class TrackedProducer:
             # (Spark retries the task) must not fail every later batch of the thread
             self._local.seen = self.failures
             raise RuntimeError(f"{failed} records failed delivery")
+        with self._ends_lock:
+            ends, self._ends = self._ends, {}
         by_topic: dict[str, list[int]] = {}
-        for (topic, part), end in self._ends.items():
+        for (topic, part), end in ends.items():
             by_topic.setdefault(topic, []).extend([part, end])
         for topic, args in by_topic.items():
             self._raise(keys=[self.keys.ends(topic)], args=args)
-        self._ends.clear()

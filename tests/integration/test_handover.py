@@ -106,9 +106,7 @@ def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
     old.take_in([record(1, 0, "a", 5), record(3, 0, "c", 2), record(3, 1, "c", 4)])
     flushes: list[float] = []
     flush = g.producer.flush
-    monkeypatch.setattr(
-        g.producer, "flush", lambda *a, **k: (flushes.append(1), flush(*a, **k))[1]
-    )
+    monkeypatch.setattr(g.producer, "flush", lambda *a, **k: (flushes.append(1), flush(*a, **k))[1])
     to = Feed()
     one, three = HandOver(1, 1, to), HandOver(3, 1, to)
     old.take_in([Release(one), Release(three), record(0, 0, "b", 9)])
@@ -126,8 +124,8 @@ def test_the_partitions_that_stay_are_served_while_a_release_flushes(
     group: GroupRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The release's flush (a broker round trip) and commit run off the replica's
-    thread: partition 0's record after the release is served while the flush is held,
-    and partition 2 is freed only once the flush is through."""
+    thread: partition 0's records in the chunks after the release's are served while
+    the flush is held, and partition 2 is freed only once the flush is through."""
     g = group
     old = Replica(g, 0)
     old.serve_planned([Slot(j, 0, 0, owner=0) for j in (0, 2)], {0: [], 2: []})
@@ -141,10 +139,13 @@ def test_the_partitions_that_stay_are_served_while_a_release_flushes(
 
     monkeypatch.setattr(g.producer, "flush", held)
     move = HandOver(2, 1, Feed())
-    old.take_in([Release(move), record(0, 0, "b", 9)])
-    assert old.runs[0].res.processed == 1  # served, the flush still held
-    assert not move.done.is_set()
-    through.set()
+    try:
+        old.take_in([Release(move), record(0, 0, "b", 9)])
+        old.take_in([record(0, 1, "b", 4)])  # a chunk after the release's
+        assert old.runs[0].res.processed == 2  # both served, the flush still held
+        assert not move.done.is_set()
+    finally:
+        through.set()
     old.releases.settle()
     assert (move.done.is_set(), move.next_offset) == (True, 1)
     assert state_of(g, 2, "a") == ({"n": 1, "total": 5}, 1)
