@@ -79,6 +79,7 @@ class EntrySlot:
         self.gate, self.board = g.admission, g.board
         self.clock = EntryClock(g.o.settings.idle_s, g.board)
         self.las_keys: dict[int, bytes | None] = {}  # offset -> an admitted event's LAS key
+        self.decided_to = 0  # every record below this offset has its fate decided
 
     def admit(self, run: Declaring, msgs: list[Any], decoded: dict[int, Any], res: Any) -> None:
         """``msgs`` (one partition's, in offset order) as events: the admitted ones into
@@ -89,6 +90,7 @@ class EntrySlot:
         if not msgs:
             return
         g, now = self.g, time.time()
+        self.decided_to = max(self.decided_to, (msgs[-1].offset() or 0) + 1)
         events, bad = decode_chunk(self.gate.spec, msgs, now)
         for msg, reason in bad:
             g.producer.produce(g.o.deadletter_topic, dead_record(msg, reason, now), partition=0)
@@ -115,9 +117,13 @@ class EntrySlot:
         g.arrivals.decided(counts)
 
     def event(self, offset: int, decoded: dict[int, Any]) -> tuple[Envelope, bytes | None] | None:
-        """The admitted event at ``offset`` and its LAS key; None: shed or dead-lettered."""
+        """The admitted event at ``offset`` and its LAS key; None: shed or dead-lettered.
+        A record never admitted here is the engine's fault, not the input's: it would
+        leave uncounted."""
         got = decoded.pop(offset, None)
         if got is None:
+            if offset >= self.decided_to:
+                raise RuntimeError(f"partition {self.partition} offset {offset}: never admitted")
             return None
         return got[0], self.las_keys.pop(offset, None)
 

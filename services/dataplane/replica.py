@@ -147,7 +147,7 @@ class Replica:
     def take_in(self, chunk: list[Any]) -> None:
         """A chunk of feed items: every batch's state read ahead in one trip per
         partition, then each item in order."""
-        by_partition: dict[int, list[Any]] = {}
+        by_partition: dict[int, list[Batch]] = {}
         moving: set[int] = set()  # records after a hand-over item are the next run's
         for item in chunk:
             if isinstance(item, Release | Acquire):
@@ -155,9 +155,10 @@ class Replica:
             elif isinstance(item, Batch):
                 j = _partition(item)
                 if j in self.runs and j not in moving:
-                    by_partition.setdefault(j, []).extend(item.records)
-        for j, msgs in by_partition.items():
-            self.runs[j].prefetch(msgs)
+                    by_partition.setdefault(j, []).append(item)
+        for j, batches in by_partition.items():
+            self.runs[j].prefetch([msg for batch in batches for msg in batch.records])
+        read_ahead = {id(batch) for batches in by_partition.values() for batch in batches}
         leaving: list[HandOver] = []  # released together: one flush, one commit
         for item in chunk:
             if isinstance(item, Release) and item.move.partition not in self.waiting:
@@ -174,8 +175,11 @@ class Replica:
                 if j in self.waiting:
                     self.waiting[j][1].append(item)
                     continue
+                run = self.runs[j]
+                if id(item) not in read_ahead:  # adopted in this chunk (``release``)
+                    run.prefetch(item.records)
                 self.clock.arrive(item.at)
-                handle = self.runs[j].handle
+                handle = run.handle
                 for msg in item.records:
                     handle(msg)
         self.release(leaving)

@@ -29,9 +29,13 @@ from elastic_sps.io.watermarks import Declaration, decode_declaration, is_declar
 from elastic_sps.model import topology
 from elastic_sps.services.dataplane.admission import check_entry_step
 from elastic_sps.services.dataplane.entry_slot import EntryTask
+from elastic_sps.services.dataplane.feed import Batch, Feed
 from elastic_sps.services.dataplane.group import GroupRun
+from elastic_sps.services.dataplane.handover import Acquire, HandOver, Release
 from elastic_sps.services.dataplane.job import create_topics
 from elastic_sps.services.dataplane.options import SourceOptions
+from elastic_sps.services.dataplane.publishing import publish
+from elastic_sps.services.dataplane.replica import Replica
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.task import run_group
 from elastic_sps.settings import DataplaneSettings
@@ -305,3 +309,41 @@ def test_an_epoch_that_ends_before_its_first_tick_still_declares_what_it_read(
     run_group(o, "step", after, 1, serve_s=2.0, keyed_active={"step": 1})  # reads nothing
     idle = {0: (12.0, True), 1: (20.0, True)}
     wait_until(lambda: watch.now() == idle, f"{idle} after the second", 20)
+
+
+def test_a_partition_adopted_inside_a_chunk_admits_the_rest_of_that_chunk(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """Replica 1 waits for partitions 0 and 1 from replica 0; before it adopts them, a
+    chunk moves partition 1 on to replica 2 and brings partition 0's next records. The
+    move adopts both first (partition 1 must arrive before it leaves), so partition 0's
+    records in that chunk come to a slot that did not exist when the chunk was read
+    ahead: they are admitted and processed all the same, each once."""
+    tag = f"ad{uuid.uuid4().hex[:6]}"
+    source, settings, topo = entry_pipeline(tag, kafka_bootstrap, redis_url, tmp_path)
+    g = GroupRun(SourceOptions.build(settings, topo, ["step"], "none", (source, 2)), "step", 1)
+    old, new = Replica(g, 0), Replica(g, 1)
+    old.serve_planned([Slot(0, 0, 0, owner=0), Slot(1, 0, 0, owner=0)], {0: [], 1: []})
+    to_new = {j: HandOver(j, 1, Feed()) for j in (0, 1)}
+    new.take_in([Acquire(to_new[0]), Acquire(to_new[1])])
+    old.take_in([Release(to_new[0]), Release(to_new[1])])
+    old.releases.settle()  # both handed on: replica 1 may adopt them
+    onward = HandOver(1, 2, Feed())
+    new.take_in([Release(onward), order_batch(source, 0, [0, 1, 2])])
+    new.releases.settle()
+    assert (onward.done.is_set(), onward.next_offset) == (True, 0)
+    publish(g, new.finish() + old.finish())
+    kb = KnowledgeBase(redis.Redis.from_url(redis_url), Keys(tag))
+    assert kb.ingress_counts() == {"admitted": 3}  # none received here: no reader ran
+    assert kb.counts("step")["processed"] == 3
+
+
+def order_batch(topic: str, partition: int, offsets: list[int]) -> Batch:
+    """Orders at ``offsets`` of a source partition, as its reader hands them on."""
+    records = [
+        Record(
+            partition, n, orjson.dumps({"id": f"o{n}", "key": "k", "t": n, "sum": n}), None, topic
+        )
+        for n in offsets
+    ]
+    return Batch(records, time.perf_counter())

@@ -31,8 +31,13 @@ def analysis_record(
 class Record:
     """confluent-kafka's ``Message`` accessors the steps use."""
 
-    def __init__(self, partition: int, offset: int, value: bytes, key: bytes | None = None) -> None:
-        self._p, self._o, self._v, self._k = partition, offset, value, key
+    def __init__(
+        self, partition: int, offset: int, value: bytes, key: bytes | None = None, topic: str = ""
+    ) -> None:
+        self._p, self._o, self._v, self._k, self._t = partition, offset, value, key, topic
+
+    def topic(self) -> str:
+        return self._t
 
     def partition(self) -> int:
         return self._p
