@@ -168,6 +168,8 @@ class Replica:
                 leaving = []
                 if isinstance(item, Release):
                     self.release([item.move])
+                elif item.move.partition in self.runs:  # the reader's fault, not the input's
+                    raise RuntimeError(f"partition {item.move.partition} acquired while held")
                 else:
                     self.waiting[item.move.partition] = (item.move, [])
             elif isinstance(item, Batch):
@@ -193,8 +195,10 @@ class Replica:
         leaving = []
         for move in moves:
             if move.partition in self.waiting:
-                earlier = self.waiting[move.partition][0]
-                if not earlier.done.wait(timeout=max(0.0, self.epoch.end() - time.monotonic())):
+                if not self._arrives(self.waiting[move.partition][0]):
+                    # never this task's: what it held is read again from the earlier
+                    # owner's commit, and the move on is left for the epoch's end
+                    del self.waiting[move.partition]
                     continue
                 self.adopt_released()
             leaving.append((move, self.runs.pop(move.partition)))
@@ -205,6 +209,14 @@ class Replica:
             if run.entry is not None:
                 run.entry.released()
         self.releases.start(leaving, results)
+
+    def _arrives(self, earlier: HandOver) -> bool:
+        """Whether the earlier owner frees the partition before the epoch ends; the end
+        is read again as it waits (a take-over of the window moves it on)."""
+        while not earlier.done.wait(ARRIVAL_POLL_S):
+            if time.monotonic() >= self.epoch.end():
+                return earlier.done.is_set()
+        return True
 
     def adopt_released(self) -> None:
         """Partitions whose old owner has committed: start each where it stopped."""
@@ -280,6 +292,7 @@ CHUNK = 500  # live records taken from a feed at once (their state read in one t
 # how often a task with no keyed count to watch asks whether its dataplane is stopping:
 # a stop may wait this long more, and an idle task costs a fifth of asking every read
 STOP_ONLY_CHECK_S = 0.5
+ARRIVAL_POLL_S = 0.1  # how often a wait for a partition's earlier owner reads the epoch's end
 ENTRY_TICK_S = 0.5  # the longest an entry slot's reader goes without looking at its end
 
 

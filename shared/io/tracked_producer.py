@@ -171,10 +171,12 @@ class TrackedProducer:
         """The named partitions' reports since the last flush into ends and failures."""
         for key, reports in list(self._last.items()):
             last = reports.pop(None, None)
-            # each error popped on its own: another thread's poll may add reports meanwhile
-            errors = [k for k in list(reports) if k is not None]
-            # distinct errors: at least that many records
-            self._failed(sum(reports.pop(e, None) is not None for e in errors))
+            # each error popped on its own: another thread's poll may add reports meanwhile.
+            # Taken and counted under the lock: a flush that collects after another
+            # thread took an error finds it counted (distinct errors: at least that many)
+            with self._failures_lock:
+                errors = [k for k in list(reports) if k is not None]
+                self.failures += sum(reports.pop(e, None) is not None for e in errors)
             if last is not None:
                 self._raise_end(key, last.offset() + 1)
 

@@ -23,7 +23,7 @@ from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.replica import Replica
+from elastic_sps.services.dataplane.replica import Epoch, Replica, Span
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -196,23 +196,75 @@ def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts
     assert state_of(g, 2, "a") == ({"n": 2, "total": 12}, 2)  # none of the refused attempt's
 
 
-def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: GroupRun) -> None:
-    g = group
-    a, b, c = Replica(g, 0), Replica(g, 1), Replica(g, 2)
+def moving_on(g: GroupRun, span: Span) -> tuple[list[Replica], HandOver, HandOver]:
+    """Replicas a, b and c serving until ``span``'s end; a holds partition 3 (z += 1),
+    which moves to b (``first``, z += 2 held there) and on to c (``onward``, z += 4)."""
+    replicas = [Replica(g, i) for i in range(3)]
+    for replica in replicas:
+        replica.epoch = Epoch(span.deadline, span=span)
+    a, b, c = replicas
     a.serve_planned([Slot(3, 0, 0, owner=0)], {3: []})
-    b.deadline = c.deadline = time.monotonic() + 30
-    first, second = HandOver(3, 1, Feed()), HandOver(3, 2, Feed())
+    first, onward = HandOver(3, 1, Feed()), HandOver(3, 2, Feed())
     a.take_in([record(3, 0, "z", 1)])
     b.take_in([Acquire(first), record(3, 1, "z", 2)])
-    c.take_in([Acquire(second), record(3, 2, "z", 4)])
-    a.take_in([Release(first)])  # a commits at 1; b may now adopt, then hand on
-    a.releases.settle()
-    b.take_in([Release(second)])
+    c.take_in([Acquire(onward), record(3, 2, "z", 4)])
+    return replicas, first, onward
+
+
+def assert_passed_through(g: GroupRun, replicas: list[Replica], onward: HandOver) -> None:
+    """b handed partition 3 on at offset 2, and c served it: each event applied once."""
+    a, b, c = replicas
     b.releases.settle()
-    assert (second.done.is_set(), second.next_offset) == (True, 2)
+    assert (onward.done.is_set(), onward.next_offset) == (True, 2)
     c.adopt_released()
     publish(g, a.finish() + b.finish() + c.finish())
     assert state_of(g, 3, "z") == ({"n": 3, "total": 7}, 3)
+
+
+def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: GroupRun) -> None:
+    g = group
+    (a, b, c), first, second = moving_on(g, Span(time.monotonic() + 30))
+    a.take_in([Release(first)])  # a commits at 1; b may now adopt, then hand on
+    a.releases.settle()
+    b.take_in([Release(second)])
+    assert_passed_through(g, [a, b, c], second)
+
+
+def test_a_move_on_waits_for_the_earlier_owner_past_the_epochs_first_end(
+    group: GroupRun,
+) -> None:
+    """b waits for a to free partition 3 before handing it on to c; meanwhile the next
+    task takes the window over and moves its end 30 s on. a frees it after the first
+    end: b adopts it, hands it on, and c serves it (before, b's wait ended at the first
+    end, the move on was dropped, and c held the partition to the epoch's end)."""
+    g = group
+    span = Span(time.monotonic() + 0.5)
+    (a, b, c), first, onward = moving_on(g, span)
+    waiting = threading.Thread(target=b.take_in, args=([Release(onward)],))
+    waiting.start()
+    span.deadline = time.monotonic() + 30  # taken over: the window serves on
+    time.sleep(1.0)  # past the first end
+    a.take_in([Release(first)])
+    a.releases.settle()
+    waiting.join(10)
+    assert_passed_through(g, [a, b, c], onward)
+
+
+def test_a_partition_its_earlier_owner_frees_after_the_epoch_is_left_to_the_next_task(
+    group: GroupRun,
+) -> None:
+    """b gives up waiting for partition 3 at the epoch's end and forgets what it held:
+    when a frees it afterwards, b does not take it (the move on is not done), and the
+    next task reads on from a's commit."""
+    g = group
+    (a, b, _), first, onward = moving_on(g, Span(time.monotonic() + 0.3))
+    b.take_in([Release(onward)])  # returns at the epoch's end
+    a.take_in([Release(first)])
+    a.releases.settle()
+    b.adopt_released()
+    assert 3 not in b.runs and not b.waiting and not onward.done.is_set()
+    publish(g, a.finish() + b.finish())
+    assert state_of(g, 3, "z") == ({"n": 1, "total": 1}, 1)  # offset 1 is the next task's
 
 
 def test_the_reader_reroutes_the_moving_partitions_and_records_the_move(group: GroupRun) -> None:

@@ -5,6 +5,7 @@ callback per record."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -150,3 +151,30 @@ def test_a_failed_delivery_fails_each_threads_next_flush_once() -> None:
     assert c.submit(flush).result() == "ok"
     for pool in (a, b, c):
         pool.shutdown()
+
+
+def test_a_flush_counts_a_failure_another_thread_is_still_collecting() -> None:
+    """Thread ``other`` has taken a failed report off partition t[1]'s reports and is
+    held before it counts it; a flush in that moment waits for the count and raises (a
+    release or checkpoint must not commit past an output that was not delivered)."""
+    p = TrackedProducer("127.0.0.1:1", _Redis(), Keys("lean"))
+    p.send()  # this thread's records out: a failure after this is its own
+    taken, go_on = threading.Event(), threading.Event()
+
+    class HeldReports(dict):
+        def pop(self, key: Any, default: Any = None) -> Any:
+            value = super().pop(key, default)
+            if key is not None and value is not None:
+                taken.set()
+                go_on.wait(5)
+            return value
+
+    p._last[("t", 1)] = HeldReports()
+    p._sink("t", 1)(KafkaError(KafkaError._MSG_TIMED_OUT), _Msg(-1))
+    other = threading.Thread(target=p._collect, name="other")
+    other.start()
+    assert taken.wait(5)
+    threading.Timer(0.3, go_on.set).start()
+    with pytest.raises(RuntimeError, match="1 records failed delivery"):
+        p.flush(1)
+    other.join(5)
