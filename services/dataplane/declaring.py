@@ -5,6 +5,7 @@ same producer, after the outputs it follows)."""
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -26,6 +27,12 @@ class Marks:
     ) -> None:
         self.watermark, self.marks = watermark, marks
         self.changed |= changed
+
+    def cut(self) -> Marks:
+        """What they are now, for a checkpoint to write; these go on from here."""
+        taken = copy.copy(self)
+        taken.marks, taken.changed, self.changed = dict(self.marks), self.changed, set()
+        return taken
 
     def write(self, redis: Any, pipe: Any) -> None:
         merge_marks(redis, pipe, self.key, marks_args(self.watermark, self.marks, self.changed))

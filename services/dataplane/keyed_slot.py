@@ -10,7 +10,7 @@ import time
 from functools import partial
 
 from elastic_sps.io.envelope import Envelope
-from elastic_sps.io.state_store import PartitionStore
+from elastic_sps.io.state_store import Commit, PartitionStore
 from elastic_sps.pipeline.stateful import WindowResult, key_or_none, state_fields
 from elastic_sps.services.dataplane.group import GroupRun
 
@@ -52,11 +52,22 @@ class KeyedSlot:
     def commit(self, next_offset: int) -> bool:
         """State, ids, watermarks and ``next_offset`` at once; False: fenced (another
         attempt committed this partition first: nothing of this one's is applied)."""
+        prepared = self.prepare(next_offset)
+        return prepared is not None and self.apply(prepared)
+
+    def prepare(self, next_offset: int) -> Commit | None:
+        """The partition's writes as of now, for ``apply`` once the outputs before now
+        are delivered; None: fenced."""
         if self.fenced:
-            return False
+            return None
         # a retry that skipped what an earlier attempt committed never moves it back
         next_offset = max(next_offset, self.store.committed or 0)
-        done = self.store.commit(next_offset, self.owner)
+        return self.store.prepare(next_offset, self.owner)
+
+    def apply(self, prepared: Commit) -> bool:
+        if self.fenced:
+            return False
+        done = self.store.apply(prepared)
         if not done:
             self.fenced = True  # nothing more of this attempt's is applied, nor handed on
             log.warning(

@@ -151,7 +151,10 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
                 g.kb.record_pause(g.operator, keyed.partition, *gap, keyed.first_at)
                 keyed.store.handover = None  # the task's hand-over, counted once per epoch
         store = keyed.store
-        if res.next_offset > res.start or store.committed is None or store.dirty:
+        if res.cut:  # decided at the cut: the store has buffered more since
+            if res.commit is not None:
+                keyed.apply(res.commit)
+        elif res.next_offset > res.start or store.committed is None or store.dirty:
             keyed.commit(res.next_offset)
 
 

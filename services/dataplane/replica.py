@@ -25,20 +25,18 @@ from dataclasses import dataclass, field, replace
 from queue import Empty
 from typing import Any
 
-from elastic_sps.io.id_ledger import IdBatch
 from elastic_sps.io.knowledge_base import active_count
+from elastic_sps.services.dataplane.committing import Commits, cut_results
 from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed, size
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.occupancy import Occupancy
-from elastic_sps.services.dataplane.publishing import publish
 from elastic_sps.services.dataplane.reading import (
     Reads,
     feed_window,
     read_ahead,
 )
-from elastic_sps.services.dataplane.releasing import Releases
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.services.dataplane.steps import SlotResult, SlotRun
 from elastic_sps.services.dataplane.worker import threads
@@ -96,7 +94,7 @@ class Replica:
         self.runs: dict[int, SlotRun] = {}
         self.waiting: dict[int, tuple[HandOver, list[Batch]]] = {}
         self.epoch = Epoch(0.0)
-        self.releases = Releases(g)
+        self.commits = Commits(g)
 
     def add(self, slot: Slot) -> SlotRun:
         run = SlotRun(self.g, slot)
@@ -120,17 +118,19 @@ class Replica:
         """What upstream produces, chunk by chunk, until the epoch ends; a checkpoint
         when one is due, whether or not anything arrived."""
         self.epoch = epoch
-        self.releases.wake = lambda: feed.put(WAKE)
+        self.commits.wake = lambda: feed.put(WAKE)
         while (chunk := _take(feed, epoch, self.held_until())) is not None:
-            self.releases.check()
+            self.commits.check()
             self.take_in(chunk)
             self.adopt_released()
             for run in self.runs.values():
                 run.tick()
             self.g.producer.send()  # the chunk's outputs, staged by its slots
             now = time.monotonic()
-            if epoch.due(now):
-                checkpoint(self.g, list(self.runs.values()))
+            if epoch.due(now) and not self.commits.busy():  # a commit under way: later
+                cut = cut_results(list(self.runs.values()))
+                if cut is not None:
+                    self.commits.checkpoint(cut)
                 epoch.last = now
 
     def held_until(self) -> float | None:
@@ -188,7 +188,7 @@ class Replica:
 
     def release(self, moves: list[HandOver]) -> None:
         """Partitions leave: what was handed to them so far committed, then freed, off
-        this thread (``releasing``): the partitions that stay are served meanwhile. One
+        this thread (``committing``): the partitions that stay are served meanwhile. One
         that moves again before it arrived here (two counts in one epoch) is adopted
         first; if its earlier owner does not free it before the epoch's end, it stays
         there, and the next task starts from that owner's commit."""
@@ -208,7 +208,7 @@ class Replica:
         for _, run in leaving:
             if run.entry is not None:
                 run.entry.released()
-        self.releases.start(leaving, results)
+        self.commits.release(leaving, results)
 
     def _arrives(self, earlier: HandOver) -> bool:
         """Whether the earlier owner frees the partition before the epoch ends; the end
@@ -233,9 +233,9 @@ class Replica:
 
     def finish(self) -> list[SlotResult]:
         """Partitions still waiting when the epoch ends are not this task's: their old
-        owner commits them and the next task reads on from there. Its own releases are
-        committed first: the next task plans from the commits."""
-        self.releases.settle()
+        owner commits them and the next task reads on from there. Its own commits are
+        applied first: the next task plans from them."""
+        self.commits.settle()
         return [run.finish() for run in self.runs.values()]
 
 
@@ -258,34 +258,10 @@ def serve_replica(
         results = replica.finish()
         g.producer.send()  # the thread's last outputs: the task flushes from another thread
     except BaseException:
-        replica.releases.join()  # none commits once the task has failed
+        replica.commits.join()  # none commits once the task has failed
         g.producer.discard()
         raise
     return results
-
-
-def checkpoint(g: GroupRun, runs: list[SlotRun]) -> None:
-    """Inside an epoch: the replica's outputs flushed first, then what its slots did
-    since the last checkpoint published and committed (counters, progress, keyed state
-    with its offset), as a task's end does; the slots go on from there."""
-    cut = [cut_result(run) for run in runs]
-    if not any(r.next_offset > r.start or r.keyed is not None for r in cut):
-        return
-    g.producer.flush()
-    publish(g, cut)
-
-
-def cut_result(run: SlotRun) -> SlotResult:
-    """The slot's result so far; the slot goes on with a fresh one from its offset."""
-    res = run.res
-    if run.ctx is not None:
-        run.ctx.writes.execute()  # the operator's writes before the offset they reflect
-    res.keyed = run.keyed
-    fresh = SlotResult(res.replica, ids=IdBatch(run.g.keys.prefix) if res.ids is not None else None)
-    fresh.start = fresh.next_offset = res.next_offset
-    fresh.marks = res.marks
-    run.res = fresh
-    return res
 
 
 CHUNK = 500  # live records taken from a feed at once (their state read in one trip)

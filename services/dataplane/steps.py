@@ -63,6 +63,10 @@ class SlotResult:
     state_expired: int = 0  # keys whose state outlived state_ttl_s
     marks: Any = None  # a stateless partition's watermarks (declaring.Marks), if changed
     keyed: Any = None  # a keyed operator's KeyedSlot: committed after the flush
+    # a checkpoint's cut (``committing.cut_result``): its keyed writes taken then
+    # (``PartitionStore.prepare``; None: nothing to commit), applied once delivered
+    cut: bool = False
+    commit: Any = None
     busy: float = 0.0
     latencies: LatencySample = field(default_factory=lambda: LatencySample(200))
     queuing: LatencySample = field(default_factory=lambda: LatencySample(500))

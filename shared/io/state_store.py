@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import functools
 import heapq
+import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -193,6 +195,15 @@ class ByEnd:
         return out
 
 
+@dataclass(frozen=True)
+class Commit:
+    """A partition's writes at a cut (``PartitionStore.prepare``), applied later."""
+
+    args: _Args
+    next_offset: int
+    at: float
+
+
 class PartitionStore:
     """One partition's keyed state as one task sees it (see the module docstring)."""
 
@@ -224,6 +235,7 @@ class PartitionStore:
         self._read = redis.register_script(_READ)
         self._read_index = redis.register_script(_INDEX)
         self._commit = redis.register_script(_COMMIT)
+        self.lock = threading.Lock()  # a commit applied from another thread (``apply``)
 
     # -- reads, fenced ----------------------------------------------------------------------
     def _hash(self, kind: str, group: int) -> str:
@@ -248,7 +260,8 @@ class PartitionStore:
             a.block("H", name, [field for _, _, field in wanted])
         if ids:
             a.block("Z", self.keys.applied(self.op, self.partition), ids)
-        found = self._read(keys=a.keys, args=self._opened_at() + a.args)
+        with self.lock:
+            found = self._read(keys=a.keys, args=self._opened_at() + a.args)
         if found == -1:
             self._fenced()
         ordered = [k for wanted in by_hash.values() for k in wanted]
@@ -304,7 +317,8 @@ class PartitionStore:
         if self._index is None:
             a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
             a.ref(self.keys.window_ends(self.op, self.partition))
-            found = self._read_index(keys=a.keys, args=self._opened_at())
+            with self.lock:
+                found = self._read_index(keys=a.keys, args=self._opened_at())
             if found == -1:
                 self._fenced()
             self._index = {}
@@ -349,8 +363,25 @@ class PartitionStore:
     # -- commit -----------------------------------------------------------------------------
     def commit(self, next_offset: int, owner: int) -> bool:
         """Every buffered write, the ids applied and ``next_offset`` at once, if the
-        partition is still at the offset and epoch this store opened at; False: another
-        attempt got there first (nothing applied)."""
+        partition is still at the offset and epoch this store last committed; False:
+        another attempt got there first (nothing applied)."""
+        return self.apply(self.prepare(next_offset, owner))
+
+    def apply(self, c: Commit) -> bool:
+        """``prepare``'s writes (its cut's outputs delivered), as ``commit``. Under the
+        store's lock: a fenced read on the serving thread sees the offset and epoch
+        before the commit or after it, never a mix."""
+        with self.lock:
+            head: list[Any] = [self.partition, "" if self.committed is None else self.committed]
+            head += [self.epoch, c.next_offset, repr(c.at), repr(c.at - APPLIED_KEEP_S)]
+            done = int(self._commit(keys=c.args.keys, args=head + c.args.args)) == 1
+            if done:
+                self.committed, self.epoch = c.next_offset, self.epoch + 1
+        return done
+
+    def prepare(self, next_offset: int, owner: int) -> Commit:
+        """Every buffered write, the ids applied and ``next_offset``, taken off the
+        buffers now (a cut; the task serves on and buffers anew), for ``apply``."""
         a = _Args(self.keys.committed(self.op), self.keys.epochs(self.op))
         now = time.time()
         self._write_values(a)
@@ -364,16 +395,11 @@ class PartitionStore:
         if self._applied_now:
             a.block("I", self.keys.applied(self.op, self.partition), self._applied_now)
         a.block("S", self.keys.handover(self.op), [str(self.partition), f"{owner} {now!r}"])
-        head: list[Any] = [self.partition, "" if self.committed is None else self.committed]
-        head += [self.epoch, next_offset, repr(now), repr(now - APPLIED_KEEP_S)]
-        done = int(self._commit(keys=a.keys, args=head + a.args)) == 1
-        if done:
-            self.committed, self.epoch = next_offset, self.epoch + 1
-            self._apply_index()
-            self._dirty.clear()
-            self._marks_dirty.clear()
-            self._applied_now.clear()
-        return done
+        self._apply_index()
+        self._dirty.clear()
+        self._marks_dirty.clear()
+        self._applied_now.clear()
+        return Commit(a, next_offset, now)
 
     def _write_values(self, a: _Args) -> None:
         """The buffered state writes, as blocks of HSET and HDEL per hash."""

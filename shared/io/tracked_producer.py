@@ -13,6 +13,9 @@ of partition ends: Tansu's ListOffsets is wrong for multi-record batches.
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from confluent_kafka import Producer
@@ -28,15 +31,61 @@ end
 return 1
 """
 
+AWAIT_POLL_S = 0.005  # a wait for a mark's reports serves the client's reports this often
 STAGE_MAX = 500  # records staged before they go to the client in one call
 
 
+class Handed:
+    """One thread's records handed to the client, counted per partition it named (None:
+    all it sent by key), and how many of them the client has reported, delivered or
+    failed. A partition's reports come in the order its records were handed on (the
+    idempotent producer's), so the report of a call's last record covers the call."""
+
+    def __init__(self) -> None:
+        self.sent: dict[tuple[str, int] | None, int] = {}  # written by its thread only
+        self.reported: dict[tuple[str, int] | None, int] = {}
+        self.lock = threading.Lock()  # reports come on whichever thread polls
+
+    def report(self, target: tuple[str, int] | None, upto: int) -> None:
+        with self.lock:
+            if upto > self.reported.get(target, 0):
+                self.reported[target] = upto
+
+    def report_one(self) -> None:
+        with self.lock:
+            self.reported[None] = self.reported.get(None, 0) + 1
+
+    def reached(self, mark: dict[tuple[str, int] | None, int]) -> bool:
+        with self.lock:
+            return all(self.reported.get(t, 0) >= n for t, n in mark.items())
+
+    def left(self, mark: dict[tuple[str, int] | None, int]) -> int:
+        with self.lock:
+            return sum(max(0, n - self.reported.get(t, 0)) for t, n in mark.items())
+
+
+def _reported(
+    sink: Any, handed: Handed, target: tuple[str, int], upto: int, err: Any, msg: Any
+) -> None:
+    sink(err, msg)  # its end or failure first: a thread that sees it reported collects it
+    handed.report(target, upto)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What one thread had handed to the client at a moment (``TrackedProducer.mark``)."""
+
+    handed: Handed
+    counts: dict[tuple[str, int] | None, int]
+
+
 class _Stage:
-    """One thread's staged records, by topic and partition."""
+    """One thread's staged records, by topic and partition, and what it handed on."""
 
     def __init__(self) -> None:
         self.by_target: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
         self.count = 0
+        self.handed = Handed()
 
 
 class TrackedProducer:
@@ -129,9 +178,12 @@ class TrackedProducer:
         while stage.by_target:  # each target off the stage once queued: none sent twice
             (topic, partition), msgs = next(iter(stage.by_target.items()))
             if partition is None:
-                queued = self.p.produce_batch(topic, msgs, on_delivery=self._report)
+                report = self._by_key(stage.handed, len(msgs))
+                queued = self.p.produce_batch(topic, msgs, on_delivery=report)
             else:
                 sink = self._sink(topic, partition)
+                last = self._last_of_call(stage.handed, (topic, partition), sink, len(msgs))
+                msgs[-1]["callback"] = last
                 queued = self.p.produce_batch(topic, msgs, partition=partition, on_delivery=sink)
             if queued != len(msgs):
                 errors = {str(m["_error"]) for m in msgs if "_error" in m}
@@ -148,18 +200,39 @@ class TrackedProducer:
         self._produce(topic, value, partition, key)
 
     def _produce(self, topic: str, value: bytes, partition: int | None, key: bytes | None) -> None:
+        handed = self._stage().handed
+        if partition is None:
+            report = self._by_key(handed, 1)
+        else:
+            report = self._last_of_call(handed, (topic, partition), self._sink(topic, partition), 1)
         while True:
             try:
                 if partition is None:
-                    self.p.produce(topic, value=value, key=key, on_delivery=self._report)
+                    self.p.produce(topic, value=value, key=key, on_delivery=report)
                 else:
                     self.p.produce(
-                        topic, value=value, key=key, partition=partition,
-                        on_delivery=self._sink(topic, partition),
-                    )  # fmt: skip
+                        topic, value=value, key=key, partition=partition, on_delivery=report
+                    )
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.p.poll(0.05)
+
+    def _by_key(self, handed: Handed, n: int) -> Any:
+        """The report of each of ``n`` records sent by key (each may land on another
+        partition: every one is counted once its end or failure is taken)."""
+        handed.sent[None] = handed.sent.get(None, 0) + n
+
+        def report(err: Any, msg: Any) -> None:
+            self._report(err, msg)
+            handed.report_one()
+
+        return report
+
+    def _last_of_call(self, handed: Handed, target: tuple[str, int], sink: Any, n: int) -> Any:
+        """The report of a call's last record to a named partition (``n`` records): into
+        the partition's reports, then the thread's records to it counted up to it."""
+        upto = handed.sent[target] = handed.sent.get(target, 0) + n
+        return partial(_reported, sink, handed, target, upto)
 
     def _sink(self, topic: str, partition: int) -> Any:
         reports = self._last.get((topic, partition))
@@ -180,6 +253,15 @@ class TrackedProducer:
             if last is not None:
                 self._raise_end(key, last.offset() + 1)
 
+    def _await(self, mark: Mark, timeout: float) -> int:
+        """Serve reports until the mark's records are all reported; how many are not."""
+        deadline = time.monotonic() + timeout
+        while not mark.handed.reached(mark.counts):
+            if time.monotonic() >= deadline:
+                return mark.handed.left(mark.counts)
+            self.p.poll(AWAIT_POLL_S)
+        return 0
+
     def seen(self) -> int:
         """The failure count the calling thread has answered for: at its first use, or
         when its last flush raised."""
@@ -187,12 +269,23 @@ class TrackedProducer:
         seen: int = self._local.seen
         return seen
 
-    def flush(self, timeout: float = 30.0, since: int | None = None) -> None:
-        """What the calling thread staged and everything produced, delivered. ``since``:
-        raise for the failures after that count (another thread's ``seen``, when this
-        one flushes on its behalf), not only those after this thread's last flush."""
+    def mark(self) -> Mark:
+        """What the calling thread has handed to the client, its staged records sent
+        first: another thread's ``flush(until=...)`` waits for these alone."""
         self.send()
-        left = self.p.flush(timeout)
+        handed = self._stage().handed
+        return Mark(handed, dict(handed.sent))
+
+    def flush(
+        self, timeout: float = 30.0, since: int | None = None, until: Mark | None = None
+    ) -> None:
+        """What the calling thread staged and everything produced, delivered; with
+        ``until``, only the records of that mark (the others' records, which keep
+        coming, are not waited for). ``since``: raise for the failures after that count
+        (another thread's ``seen``, when this one flushes on its behalf), not only those
+        after this thread's last flush."""
+        self.send()
+        left = self.p.flush(timeout) if until is None else self._await(until, timeout)
         self._collect()
         if left:
             raise RuntimeError(f"{left} records not delivered within {timeout}s")

@@ -23,11 +23,12 @@ from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
 from elastic_sps.pipeline.failures import OperatorFailing
+from elastic_sps.services.dataplane.committing import checkpoint
 from elastic_sps.services.dataplane.feed import Batch
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.replica import Replica, checkpoint
+from elastic_sps.services.dataplane.replica import Replica
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -233,12 +234,12 @@ def test_the_ledger_marks_are_in_before_the_state_commits(
     replica.take_in([event(0, "e1", 1.0, key="a", value=5), event(1, "e2", 1.0, key="a", value=4)])
     results = replica.finish()
 
-    def dies(next_offset: int, owner: int) -> bool:
+    def dies(prepared: Any) -> bool:
         raise DiedAtCommit
 
     for res in results:
         assert res.keyed is not None
-        res.keyed.store.commit = dies  # type: ignore[method-assign]
+        res.keyed.store.apply = dies  # type: ignore[method-assign]
     with pytest.raises(DiedAtCommit):
         publish(g, results)
     assert g.r.smembers(ledger_key(g.keys.prefix, "sum", "processed")) == {b"e1", b"e2"}

@@ -327,10 +327,10 @@ def test_a_partition_adopted_inside_a_chunk_admits_the_rest_of_that_chunk(
     to_new = {j: HandOver(j, 1, Feed()) for j in (0, 1)}
     new.take_in([Acquire(to_new[0]), Acquire(to_new[1])])
     old.take_in([Release(to_new[0]), Release(to_new[1])])
-    old.releases.settle()  # both handed on: replica 1 may adopt them
+    old.commits.settle()  # both handed on: replica 1 may adopt them
     onward = HandOver(1, 2, Feed())
     new.take_in([Release(onward), order_batch(source, 0, [0, 1, 2])])
-    new.releases.settle()
+    new.commits.settle()
     assert (onward.done.is_set(), onward.next_offset) == (True, 0)
     publish(g, new.finish() + old.finish())
     kb = KnowledgeBase(redis.Redis.from_url(redis_url), Keys(tag))

@@ -18,6 +18,7 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.state_store import PartitionStore
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
+from elastic_sps.services.dataplane.committing import cut_results
 from elastic_sps.services.dataplane.feed import Batch, Feed
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
@@ -81,7 +82,7 @@ def test_a_moved_partition_continues_where_its_old_owner_committed(group: GroupR
     new.adopt_released()
     assert 2 not in new.runs  # held: the old owner has not committed yet
     old.take_in([Release(move)])
-    old.releases.settle()  # handed on from a thread of its own
+    old.commits.settle()  # handed on from a thread of its own
     assert (move.done.is_set(), move.next_offset) == (True, 2)
     assert move.to.get_nowait() is WAKE
     assert state_of(g, 2, "a") == ({"n": 2, "total": 12}, 2)  # committed at the hand-over
@@ -110,7 +111,7 @@ def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
     to = Feed()
     one, three = HandOver(1, 1, to), HandOver(3, 1, to)
     old.take_in([Release(one), Release(three), record(0, 0, "b", 9)])
-    old.releases.settle()
+    old.commits.settle()
     assert len(flushes) == 1
     assert [(m.done.is_set(), m.next_offset) for m in (one, three)] == [(True, 1), (True, 2)]
     assert state_of(g, 1, "a") == ({"n": 1, "total": 5}, 1)
@@ -146,9 +147,47 @@ def test_the_partitions_that_stay_are_served_while_a_release_flushes(
         assert not move.done.is_set()
     finally:
         through.set()
-    old.releases.settle()
+    old.commits.settle()
     assert (move.done.is_set(), move.next_offset) == (True, 1)
     assert state_of(g, 2, "a") == ({"n": 1, "total": 5}, 1)
+
+
+def test_a_checkpoint_commits_the_cut_off_the_replicas_thread(
+    group: GroupRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint waits for its outputs' delivery and commits from a thread of its
+    own: the events after the cut are served meanwhile (one reading a key from Redis,
+    fenced against the commit before), and the commit holds the cut's state and offset
+    alone; a read after it lands is fenced against the new commit, not refused."""
+    g = group
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(2, 0, 0, owner=0)], {2: []})
+    replica.take_in([record(2, 0, "a", 5)])
+    through = threading.Event()
+    flush = g.producer.flush
+
+    def held(*a: Any, **k: Any) -> None:
+        assert through.wait(30)
+        flush(*a, **k)
+
+    monkeypatch.setattr(g.producer, "flush", held)
+    cut = cut_results(list(replica.runs.values()))
+    assert cut is not None
+    replica.commits.checkpoint(cut)
+    try:
+        replica.take_in([record(2, 1, "a", 7), record(2, 2, "b", 1)])
+        assert replica.runs[2].res.processed == 2  # served, the commit still waiting
+        assert state_of(g, 2, "a")[1] is None
+    finally:
+        through.set()
+    replica.commits.settle()
+    assert state_of(g, 2, "a") == ({"n": 1, "total": 5}, 1)  # the cut's alone
+    replica.take_in([record(2, 3, "c", 2)])  # a key not read before
+    assert not replica.runs[2].keyed.fenced
+    publish(g, replica.finish())
+    assert state_of(g, 2, "a") == ({"n": 2, "total": 12}, 4)
+    assert state_of(g, 2, "b") == ({"n": 1, "total": 1}, 4)
+    assert state_of(g, 2, "c") == ({"n": 1, "total": 2}, 4)
 
 
 def test_a_release_whose_flush_fails_frees_nothing_and_fails_the_replica(
@@ -166,10 +205,10 @@ def test_a_release_whose_flush_fails_frees_nothing_and_fails_the_replica(
     move = HandOver(2, 1, Feed())
     old.take_in([Release(move)])
     with pytest.raises(RuntimeError, match="1 records failed delivery"):
-        old.releases.settle()
+        old.commits.settle()
     assert not move.done.is_set()
     with pytest.raises(RuntimeError, match="failed delivery"):
-        old.releases.check()
+        old.commits.check()
 
 
 def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts(
@@ -189,7 +228,7 @@ def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts
     move = HandOver(2, 1, Feed())
     new.take_in([Acquire(move), record(2, 3, "a", 13)])
     old.take_in([Release(move)])
-    old.releases.settle()
+    old.commits.settle()
     assert not move.done.is_set() and move.to.empty()
     new.adopt_released()
     assert new.finish() == []
@@ -214,7 +253,7 @@ def moving_on(g: GroupRun, span: Span) -> tuple[list[Replica], HandOver, HandOve
 def assert_passed_through(g: GroupRun, replicas: list[Replica], onward: HandOver) -> None:
     """b handed partition 3 on at offset 2, and c served it: each event applied once."""
     a, b, c = replicas
-    b.releases.settle()
+    b.commits.settle()
     assert (onward.done.is_set(), onward.next_offset) == (True, 2)
     c.adopt_released()
     publish(g, a.finish() + b.finish() + c.finish())
@@ -225,7 +264,7 @@ def test_a_partition_moved_twice_in_one_epoch_passes_through_in_order(group: Gro
     g = group
     (a, b, c), first, second = moving_on(g, Span(time.monotonic() + 30))
     a.take_in([Release(first)])  # a commits at 1; b may now adopt, then hand on
-    a.releases.settle()
+    a.commits.settle()
     b.take_in([Release(second)])
     assert_passed_through(g, [a, b, c], second)
 
@@ -245,7 +284,7 @@ def test_a_move_on_waits_for_the_earlier_owner_past_the_epochs_first_end(
     span.deadline = time.monotonic() + 30  # taken over: the window serves on
     time.sleep(1.0)  # past the first end
     a.take_in([Release(first)])
-    a.releases.settle()
+    a.commits.settle()
     waiting.join(10)
     assert_passed_through(g, [a, b, c], onward)
 
@@ -260,7 +299,7 @@ def test_a_partition_its_earlier_owner_frees_after_the_epoch_is_left_to_the_next
     (a, b, _), first, onward = moving_on(g, Span(time.monotonic() + 0.3))
     b.take_in([Release(onward)])  # returns at the epoch's end
     a.take_in([Release(first)])
-    a.releases.settle()
+    a.commits.settle()
     b.adopt_released()
     assert 3 not in b.runs and not b.waiting and not onward.done.is_set()
     publish(g, a.finish() + b.finish())

@@ -178,3 +178,29 @@ def test_a_flush_counts_a_failure_another_thread_is_still_collecting() -> None:
     with pytest.raises(RuntimeError, match="1 records failed delivery"):
         p.flush(1)
     other.join(5)
+
+
+def test_a_flush_until_a_mark_waits_for_that_threads_records_alone() -> None:
+    """No broker answers: every record stays out until its 0.5 s delivery timeout fails
+    it. A flush until thread a's mark, taken before a produced anything, returns at once
+    although thread b's record is out; a's own records (one to a named partition, two
+    by key) fail the flush until a's later mark once their reports come."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    p = TrackedProducer("127.0.0.1:1", _Redis(), Keys("lean"), **{"message.timeout.ms": 500})
+    a, b = ThreadPoolExecutor(max_workers=1), ThreadPoolExecutor(max_workers=1)
+    before = a.submit(p.mark).result()
+    b.submit(p.produce, "t", b"b's", 0).result()
+    a.submit(p.flush, 0.1, None, before).result()  # b's record is not waited for
+    with pytest.raises(RuntimeError, match="1 records failed delivery"):
+        b.submit(p.flush, 10.0).result()
+    since = p.failures  # b's counted: a answers for its own from here
+    a.submit(p.stage, "t", b"x", 1).result()
+    a.submit(p.stage, "t", b"y", None, b"k1").result()
+    a.submit(p.stage, "t", b"z", None, b"k2").result()
+    after = a.submit(p.mark).result()
+    assert after.counts == {("t", 1): 1, None: 2}
+    with pytest.raises(RuntimeError, match="3 records failed delivery"):
+        a.submit(p.flush, 10.0, since, after).result()
+    for pool in (a, b):
+        pool.shutdown()
