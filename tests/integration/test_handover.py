@@ -121,6 +121,19 @@ def test_partitions_leaving_in_one_chunk_are_committed_with_one_flush(
     assert state_of(g, 0, "b") == ({"n": 1, "total": 9}, 1)
 
 
+def held_flushes(g: GroupRun, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The producer's flushes wait until the event returned is set."""
+    through = threading.Event()
+    flush = g.producer.flush
+
+    def held(*a: Any, **k: Any) -> None:
+        assert through.wait(30)
+        flush(*a, **k)
+
+    monkeypatch.setattr(g.producer, "flush", held)
+    return through
+
+
 def test_the_partitions_that_stay_are_served_while_a_release_flushes(
     group: GroupRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,14 +144,7 @@ def test_the_partitions_that_stay_are_served_while_a_release_flushes(
     old = Replica(g, 0)
     old.serve_planned([Slot(j, 0, 0, owner=0) for j in (0, 2)], {0: [], 2: []})
     old.take_in([record(2, 0, "a", 5)])
-    through = threading.Event()
-    flush = g.producer.flush
-
-    def held(*a: Any, **k: Any) -> None:
-        assert through.wait(30)
-        flush(*a, **k)
-
-    monkeypatch.setattr(g.producer, "flush", held)
+    through = held_flushes(g, monkeypatch)
     move = HandOver(2, 1, Feed())
     try:
         old.take_in([Release(move), record(0, 0, "b", 9)])
@@ -163,14 +169,7 @@ def test_a_checkpoint_commits_the_cut_off_the_replicas_thread(
     replica = Replica(g, 0)
     replica.serve_planned([Slot(2, 0, 0, owner=0)], {2: []})
     replica.take_in([record(2, 0, "a", 5)])
-    through = threading.Event()
-    flush = g.producer.flush
-
-    def held(*a: Any, **k: Any) -> None:
-        assert through.wait(30)
-        flush(*a, **k)
-
-    monkeypatch.setattr(g.producer, "flush", held)
+    through = held_flushes(g, monkeypatch)
     cut = cut_results(list(replica.runs.values()))
     assert cut is not None
     replica.commits.checkpoint(cut)
