@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.exceptions import RedisError
 
-from elastic_sps.io.knowledge_base import KnowledgeBase
+from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.rescale_timeline import record_effect
-from elastic_sps.io.state_store import state_bytes
 from elastic_sps.model.keyed import groups_of_partition, moved_partitions, owner
 from elastic_sps.model.operator import Operator
 from elastic_sps.services.dataplane.feed import Feed
@@ -121,3 +121,17 @@ def record_move(kb: KnowledgeBase, spec: Operator, before: int, after: int, now:
     members = [m.name for m in spec.keyed_members]
     size = state_bytes(kb.r, kb.keys, spec.name, groups, members)
     kb.record_move(spec.name, before, after, moved, len(groups), size, now)
+
+
+def state_bytes(
+    redis: Any, keys: Keys, operator: str, groups: Iterable[int], members: Iterable[str] = ()
+) -> int:
+    """What the key groups' state holds in Redis (``MEMORY USAGE`` of each hash), a keyed
+    chain's ``members``' beside its head's."""
+    pipe = redis.pipeline(transaction=False)
+    groups = list(groups)
+    names = [keys.state(operator, g) for g in groups] + [keys.windows(operator, g) for g in groups]
+    names += [keys.member_state(operator, m, g) for m in members for g in groups]
+    for name in names:
+        pipe.memory_usage(name)
+    return int(sum(v or 0 for v in pipe.execute()))

@@ -127,7 +127,9 @@ class Replica:
                 run.tick()
             self.g.producer.send()  # the chunk's outputs, staged by its slots
             now = time.monotonic()
-            if epoch.due(now) and not self.commits.busy():  # a commit under way: later
+            if epoch.due(now) and self.commits.busy():  # due again once that one is done
+                epoch.last = now - epoch.checkpoint_s + COMMIT_RETRY_S
+            elif epoch.due(now):
                 cut = cut_results(list(self.runs.values()))
                 if cut is not None:
                     self.commits.checkpoint(cut)
@@ -259,6 +261,7 @@ def serve_replica(
         g.producer.send()  # the thread's last outputs: the task flushes from another thread
     except BaseException:
         replica.commits.join()  # none commits once the task has failed
+        g.producer.answered()  # its retry produces again what it produced
         g.producer.discard()
         raise
     return results
@@ -268,6 +271,7 @@ CHUNK = 500  # live records taken from a feed at once (their state read in one t
 # how often a task with no keyed count to watch asks whether its dataplane is stopping:
 # a stop may wait this long more, and an idle task costs a fifth of asking every read
 STOP_ONLY_CHECK_S = 0.5
+COMMIT_RETRY_S = 0.05  # a checkpoint due while the last commit is under way waits this long
 ARRIVAL_POLL_S = 0.1  # how often a wait for a partition's earlier owner reads the epoch's end
 ENTRY_TICK_S = 0.5  # the longest an entry slot's reader goes without looking at its end
 

@@ -12,11 +12,12 @@ committed offset and epoch (bumped by every commit), read in one snapshot with t
 partition's watermarks; every later read (state, applied ids, the open windows) checks
 both in the same script, so an attempt that another overtook (a retry, a zombie) reads
 nothing newer than what it opened at and stops (``Fenced``) rather than compute other
-values. Writes are buffered; at the end of the task one script applies every write, the
-offset, the ids of the events applied (a repeat from upstream arrives at a new offset:
-it is known by its id, remembered ``APPLIED_KEEP_S``) and the watermarks, max-merged,
-if the offset and epoch are still the ones the task opened at. So each event's effect
-on state is applied once: state, offset and ids move together or not at all.
+values. Writes are buffered; at a checkpoint or the task's end one script applies every
+write, the offset, the ids of the events applied (a repeat from upstream arrives at a new
+offset: known by its id, kept ``APPLIED_KEEP_S``) and the watermarks, max-merged, if the
+offset and epoch are still the ones last committed (taken at a cut, ``prepare``, applied
+once the cut's outputs are delivered, ``apply``). So each event's effect on state is
+applied once: state, offset and ids move together or not at all.
 """
 
 from __future__ import annotations
@@ -395,6 +396,8 @@ class PartitionStore:
         if self._applied_now:
             a.block("I", self.keys.applied(self.op, self.partition), self._applied_now)
         a.block("S", self.keys.handover(self.op), [str(self.partition), f"{owner} {now!r}"])
+        if self._index is None and self._ends:  # read before it holds ends not yet applied
+            self._open()
         self._apply_index()
         self._dirty.clear()
         self._marks_dirty.clear()
@@ -440,17 +443,3 @@ class PartitionStore:
                 else:
                     self._index[k] = end
         self._ends.clear()
-
-
-def state_bytes(
-    redis: Any, keys: Keys, operator: str, groups: Iterable[int], members: Iterable[str] = ()
-) -> int:
-    """What the key groups' state holds in Redis (``MEMORY USAGE`` of each hash), a keyed
-    chain's ``members``' beside its head's."""
-    pipe = redis.pipeline(transaction=False)
-    groups = list(groups)
-    names = [keys.state(operator, g) for g in groups] + [keys.windows(operator, g) for g in groups]
-    names += [keys.member_state(operator, m, g) for m in members for g in groups]
-    for name in names:
-        pipe.memory_usage(name)
-    return int(sum(v or 0 for v in pipe.execute()))

@@ -36,32 +36,53 @@ STAGE_MAX = 500  # records staged before they go to the client in one call
 
 
 class Handed:
-    """One thread's records handed to the client, counted per partition it named (None:
-    all it sent by key), and how many of them the client has reported, delivered or
-    failed. A partition's reports come in the order its records were handed on (the
-    idempotent producer's), so the report of a call's last record covers the call."""
+    """One thread's calls to the client and how far the client has reported them,
+    delivered or failed. Calls to a named partition are counted per partition: its
+    reports come in the order its records were handed on (the idempotent producer's),
+    so the report of a call's last record covers the call. Calls by key are numbered:
+    their records land on partitions whose reports come in any order, so a call is
+    covered once each of its records is reported."""
 
     def __init__(self) -> None:
-        self.sent: dict[tuple[str, int] | None, int] = {}  # written by its thread only
-        self.reported: dict[tuple[str, int] | None, int] = {}
+        self.sent: dict[tuple[str, int], int] = {}  # its thread's alone, as ``calls``
+        self.calls = 0  # the last call by key handed on
+        self.numbered = 0
+        self.reported: dict[tuple[str, int], int] = {}
+        self.open: dict[int, int] = {}  # call by key -> its records not yet reported
         self.lock = threading.Lock()  # reports come on whichever thread polls
 
-    def report(self, target: tuple[str, int] | None, upto: int) -> None:
+    def report(self, target: tuple[str, int], upto: int) -> None:
         with self.lock:
             if upto > self.reported.get(target, 0):
                 self.reported[target] = upto
 
-    def report_one(self) -> None:
+    def opened(self, n: int) -> int:
+        """A call by key of ``n`` records about to be handed on: its number."""
+        self.numbered += 1
         with self.lock:
-            self.reported[None] = self.reported.get(None, 0) + 1
+            self.open[self.numbered] = n
+        return self.numbered
 
-    def reached(self, mark: dict[tuple[str, int] | None, int]) -> bool:
+    def report_by_key_refused(self, number: int) -> None:
+        """The call raised: what it queued is not waited for (its task fails)."""
         with self.lock:
-            return all(self.reported.get(t, 0) >= n for t, n in mark.items())
+            self.open.pop(number, None)
 
-    def left(self, mark: dict[tuple[str, int] | None, int]) -> int:
+    def report_by_key(self, number: int) -> None:
         with self.lock:
-            return sum(max(0, n - self.reported.get(t, 0)) for t, n in mark.items())
+            left = self.open.get(number)
+            if left is None:  # a refused call's (it raised)
+                return
+            if left > 1:
+                self.open[number] = left - 1
+            else:
+                del self.open[number]
+
+    def left(self, mark: Mark) -> int:
+        """Of the records the mark covers, how many are not yet reported."""
+        with self.lock:
+            named = sum(max(0, n - self.reported.get(t, 0)) for t, n in mark.named.items())
+            return named + sum(n for call, n in self.open.items() if call <= mark.calls)
 
 
 def _reported(
@@ -73,10 +94,12 @@ def _reported(
 
 @dataclass(frozen=True)
 class Mark:
-    """What one thread had handed to the client at a moment (``TrackedProducer.mark``)."""
+    """What one thread had handed to the client at a moment (``TrackedProducer.mark``):
+    its records per named partition, and its calls by key up to ``calls``."""
 
     handed: Handed
-    counts: dict[tuple[str, int] | None, int]
+    named: dict[tuple[str, int], int]
+    calls: int
 
 
 class _Stage:
@@ -175,19 +198,26 @@ class TrackedProducer:
         is kept from filling first: a batch refused in part could reorder."""
         while len(self.p) > self._room:
             self.p.poll(0.05)
+        handed = stage.handed
         while stage.by_target:  # each target off the stage once queued: none sent twice
             (topic, partition), msgs = next(iter(stage.by_target.items()))
             if partition is None:
-                report = self._by_key(stage.handed, len(msgs))
+                number, report = self._by_key(handed, len(msgs))
                 queued = self.p.produce_batch(topic, msgs, on_delivery=report)
             else:
-                sink = self._sink(topic, partition)
-                last = self._last_of_call(stage.handed, (topic, partition), sink, len(msgs))
-                msgs[-1]["callback"] = last
+                sink, target = self._sink(topic, partition), (topic, partition)
+                upto = handed.sent.get(target, 0) + len(msgs)
+                msgs[-1]["callback"] = partial(_reported, sink, handed, target, upto)
                 queued = self.p.produce_batch(topic, msgs, partition=partition, on_delivery=sink)
             if queued != len(msgs):
                 errors = {str(m["_error"]) for m in msgs if "_error" in m}
+                if partition is None:
+                    handed.report_by_key_refused(number)
                 raise RuntimeError(f"{len(msgs) - queued} records to {topic} refused: {errors}")
+            if partition is None:
+                handed.calls = number
+            else:
+                handed.sent[target] = upto
             del stage.by_target[(topic, partition)]
             stage.count -= len(msgs)
 
@@ -201,38 +231,38 @@ class TrackedProducer:
 
     def _produce(self, topic: str, value: bytes, partition: int | None, key: bytes | None) -> None:
         handed = self._stage().handed
-        if partition is None:
-            report = self._by_key(handed, 1)
-        else:
-            report = self._last_of_call(handed, (topic, partition), self._sink(topic, partition), 1)
         while True:
             try:
                 if partition is None:
-                    self.p.produce(topic, value=value, key=key, on_delivery=report)
+                    number, report = self._by_key(handed, 1)
+                    try:
+                        self.p.produce(topic, value=value, key=key, on_delivery=report)
+                    except BaseException:
+                        handed.report_by_key_refused(number)
+                        raise
+                    handed.calls = number
                 else:
+                    target = (topic, partition)
+                    upto = handed.sent.get(target, 0) + 1
+                    report = partial(_reported, self._sink(topic, partition), handed, target, upto)
                     self.p.produce(
                         topic, value=value, key=key, partition=partition, on_delivery=report
                     )
+                    handed.sent[target] = upto
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.p.poll(0.05)
 
-    def _by_key(self, handed: Handed, n: int) -> Any:
-        """The report of each of ``n`` records sent by key (each may land on another
-        partition: every one is counted once its end or failure is taken)."""
-        handed.sent[None] = handed.sent.get(None, 0) + n
+    def _by_key(self, handed: Handed, n: int) -> tuple[int, Any]:
+        """A call by key of ``n`` records: its number, and its records' report (their
+        ends, and the call covered once each is reported)."""
+        number = handed.opened(n)
 
         def report(err: Any, msg: Any) -> None:
             self._report(err, msg)
-            handed.report_one()
+            handed.report_by_key(number)
 
-        return report
-
-    def _last_of_call(self, handed: Handed, target: tuple[str, int], sink: Any, n: int) -> Any:
-        """The report of a call's last record to a named partition (``n`` records): into
-        the partition's reports, then the thread's records to it counted up to it."""
-        upto = handed.sent[target] = handed.sent.get(target, 0) + n
-        return partial(_reported, sink, handed, target, upto)
+        return number, report
 
     def _sink(self, topic: str, partition: int) -> Any:
         reports = self._last.get((topic, partition))
@@ -256,11 +286,17 @@ class TrackedProducer:
     def _await(self, mark: Mark, timeout: float) -> int:
         """Serve reports until the mark's records are all reported; how many are not."""
         deadline = time.monotonic() + timeout
-        while not mark.handed.reached(mark.counts):
+        while left := mark.handed.left(mark):
             if time.monotonic() >= deadline:
-                return mark.handed.left(mark.counts)
+                return left
             self.p.poll(AWAIT_POLL_S)
         return 0
+
+    def answered(self) -> None:
+        """The calling thread answers for every failure so far: its task failed, and the
+        retry produces again what it produced (a pooled thread's later tasks start clean)."""
+        self._stage()
+        self._local.seen = self.failures
 
     def seen(self) -> int:
         """The failure count the calling thread has answered for: at its first use, or
@@ -274,7 +310,7 @@ class TrackedProducer:
         first: another thread's ``flush(until=...)`` waits for these alone."""
         self.send()
         handed = self._stage().handed
-        return Mark(handed, dict(handed.sent))
+        return Mark(handed, dict(handed.sent), handed.calls)
 
     def flush(
         self, timeout: float = 30.0, since: int | None = None, until: Mark | None = None

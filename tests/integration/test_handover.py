@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.options import SourceOptions
 from elastic_sps.services.dataplane.publishing import publish
-from elastic_sps.services.dataplane.replica import Epoch, Replica, Span
+from elastic_sps.services.dataplane.replica import Epoch, Replica, Span, serve_replica
 from elastic_sps.services.dataplane.slots import Slot
 from elastic_sps.settings import DataplaneSettings
 from tests.support.records import Record
@@ -208,6 +209,31 @@ def test_a_release_whose_flush_fails_frees_nothing_and_fails_the_replica(
     assert not move.done.is_set()
     with pytest.raises(RuntimeError, match="failed delivery"):
         old.commits.check()
+
+
+def test_a_pooled_thread_whose_replica_failed_a_delivery_serves_the_next_task(
+    group: GroupRun,
+) -> None:
+    """A delivery failed before a replica's checkpoint: its commit fails and the replica
+    raises. The next task's replica on the same pooled thread answers for it no more:
+    its checkpoint and its end commit what it did."""
+    g = group
+    pool = ThreadPoolExecutor(max_workers=1)
+
+    def serve(fail: bool) -> list[Any]:
+        feed: Feed = Feed()
+        feed.put(record(0, 0, "a", 1))
+        g.producer.seen()  # the thread's first use: what failed before was others'
+        if fail:
+            g.producer._failed(1)
+        epoch = Epoch(time.monotonic() + 1.0, checkpoint_s=0.01)
+        return serve_replica(g, 0, [Slot(0, 0, 0, owner=0)], {0: []}, feed, epoch)
+
+    with pytest.raises(RuntimeError, match="1 records failed delivery"):
+        pool.submit(serve, True).result()
+    publish(g, pool.submit(serve, False).result())
+    pool.shutdown()
+    assert state_of(g, 0, "a") == ({"n": 1, "total": 1}, 1)
 
 
 def test_a_fenced_owner_hands_nothing_on_and_the_commit_stays_the_other_attempts(

@@ -278,3 +278,17 @@ def test_open_windows_by_end_across_a_commit_and_a_reopen(redis_client):
     assert second.oldest_end() is None
     assert second.commit(9, owner=0)
     assert PartitionStore(redis_client, keys, "w", 0).oldest_end() is None
+
+
+def test_windows_of_a_cut_stay_open_while_its_commit_waits(redis_client):
+    """A window at 10 opened, then a cut (``prepare``) before the index was ever read:
+    until the commit applies, the store still knows the window is open (before, the cut
+    took it off the buffers and a read of the committed index missed it)."""
+    keys = Keys("byend2")
+    store = PartitionStore(redis_client, keys, "w", 0)
+    store.set_end(0, "a", 10.0)
+    prepared = store.prepare(3, owner=0)
+    assert store.oldest_end() == 10.0  # read between the cut and its commit
+    assert store.apply(prepared)
+    assert store.due(10.0) == [(0, "a", 10.0)]
+    assert PartitionStore(redis_client, keys, "w", 0).oldest_end() == 10.0

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from elastic_sps.io.knowledge_base import Keys
-from elastic_sps.io.tracked_producer import TrackedProducer
+from elastic_sps.io.tracked_producer import Handed, Mark, TrackedProducer
 from elastic_sps.model import topology
 from elastic_sps.pipeline.chain import open_runnable
 from elastic_sps.pipeline.engine import Event, OperatorCore
@@ -199,8 +199,26 @@ def test_a_flush_until_a_mark_waits_for_that_threads_records_alone() -> None:
     a.submit(p.stage, "t", b"y", None, b"k1").result()
     a.submit(p.stage, "t", b"z", None, b"k2").result()
     after = a.submit(p.mark).result()
-    assert after.counts == {("t", 1): 1, None: 2}
+    assert (after.named, after.calls) == ({("t", 1): 1}, 1)  # the two by key in one call
     with pytest.raises(RuntimeError, match="3 records failed delivery"):
         a.submit(p.flush, 10.0, since, after).result()
     for pool in (a, b):
         pool.shutdown()
+
+
+def test_records_by_key_reported_after_the_mark_do_not_cover_those_before_it() -> None:
+    """A call of 2 records by key, the mark, then a call of 3: the later call's reports
+    (they may land on other partitions and come first) leave the mark's 2 records
+    outstanding; the mark is reached only once those 2 are reported."""
+    handed = Handed()
+    handed.calls = handed.opened(2)
+    mark = Mark(handed, {}, handed.calls)
+    later = handed.opened(3)
+    handed.calls = later
+    for _ in range(3):
+        handed.report_by_key(later)
+    assert handed.left(mark) == 2
+    handed.report_by_key(mark.calls)
+    assert handed.left(mark) == 1
+    handed.report_by_key(mark.calls)
+    assert handed.left(mark) == 0
