@@ -10,7 +10,7 @@ import time
 from functools import partial
 
 from elastic_sps.io.envelope import Envelope
-from elastic_sps.io.state_store import Commit, PartitionStore
+from elastic_sps.io.state_store import Commit, Fenced, PartitionStore
 from elastic_sps.pipeline.stateful import WindowResult, key_or_none, state_fields
 from elastic_sps.services.dataplane.group import GroupRun
 
@@ -62,22 +62,29 @@ class KeyedSlot:
             return None
         # a retry that skipped what an earlier attempt committed never moves it back
         next_offset = max(next_offset, self.store.committed or 0)
-        return self.store.prepare(next_offset, self.owner)
+        try:  # it may read the open windows first
+            return self.store.prepare(next_offset, self.owner)
+        except Fenced:
+            self._overtaken()
+            return None
 
     def apply(self, prepared: Commit) -> bool:
         if self.fenced:
             return False
         done = self.store.apply(prepared)
         if not done:
-            self.fenced = True  # nothing more of this attempt's is applied, nor handed on
-            log.warning(
-                "%s[%d]: not committed: another attempt committed the partition since this "
-                "one opened at offset %s (a retried or duplicate task); its effects stand",
-                self.g.operator,
-                self.partition,
-                self.store.committed,
-            )
+            self._overtaken()
         return done
+
+    def _overtaken(self) -> None:
+        self.fenced = True  # nothing more of this attempt's is applied, nor handed on
+        log.warning(
+            "%s[%d]: not committed: another attempt committed the partition since this "
+            "one opened at offset %s (a retried or duplicate task); its effects stand",
+            self.g.operator,
+            self.partition,
+            self.store.committed,
+        )
 
 
 def window_envelope(g: GroupRun, result: WindowResult) -> Envelope:

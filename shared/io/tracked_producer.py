@@ -203,7 +203,11 @@ class TrackedProducer:
             (topic, partition), msgs = next(iter(stage.by_target.items()))
             if partition is None:
                 number, report = self._by_key(handed, len(msgs))
-                queued = self.p.produce_batch(topic, msgs, on_delivery=report)
+                try:
+                    queued = self.p.produce_batch(topic, msgs, on_delivery=report)
+                except BaseException:
+                    handed.report_by_key_refused(number)
+                    raise
             else:
                 sink, target = self._sink(topic, partition), (topic, partition)
                 upto = handed.sent.get(target, 0) + len(msgs)
@@ -259,8 +263,10 @@ class TrackedProducer:
         number = handed.opened(n)
 
         def report(err: Any, msg: Any) -> None:
-            self._report(err, msg)
-            handed.report_by_key(number)
+            try:
+                self._report(err, msg)
+            finally:
+                handed.report_by_key(number)
 
         return number, report
 

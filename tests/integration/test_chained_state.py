@@ -23,7 +23,7 @@ from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model import topology
 from elastic_sps.model.keyed import key_group
 from elastic_sps.pipeline.failures import OperatorFailing
-from elastic_sps.services.dataplane.committing import checkpoint
+from elastic_sps.services.dataplane.committing import checkpoint, cut_results
 from elastic_sps.services.dataplane.feed import Batch
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
@@ -267,3 +267,21 @@ def test_an_attempt_whose_commit_another_beat_applies_nothing_more(
     (late,) = second.finish()
     assert late.processed == 0
     assert g.r.smembers(ledger_key(g.keys.prefix, "sum", "processed")) == {b"e1"}
+
+
+def test_a_cut_of_an_overtaken_attempt_with_new_windows_stops_the_slot_not_the_replica(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    """Another attempt commits the partition; this one's cut holds a window end and has
+    never read the committed windows, so taking the cut reads them, fenced: the slot
+    stops (nothing of its cut to commit), and the cut does not raise."""
+    g = group_of(SUM_ALONE, "sum", kafka_bootstrap, redis_url, tmp_path, track_ids=True)
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    replica.take_in([event(0, "e1", 1.0, key="a", value=5)])
+    (run,) = replica.runs.values()
+    assert PartitionStore(g.r, g.keys, "sum", 0).commit(1, owner=1)  # the other attempt
+    run.keyed.store.set_end(0, '["a",0]', 10.0)
+    cut = cut_results([run])
+    assert cut is not None and cut[0].commit is None
+    assert run.keyed.fenced
