@@ -35,8 +35,9 @@ class Marks:
         return taken
 
     def write(self, redis: Any, pipe: Any) -> None:
+        """Into ``pipe``; what changed stays noted (a write is a max-merge, so writing
+        it again is harmless, and a pipeline that fails must not have dropped it)."""
         merge_marks(redis, pipe, self.key, marks_args(self.watermark, self.marks, self.changed))
-        self.changed.clear()
 
 
 class Declarer:

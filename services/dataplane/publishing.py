@@ -50,10 +50,11 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
         if res.ids is not None:
             res.ids.write(pipe)
     done = {r.replica: r.next_offset for r in results if r.next_offset > r.start}
-    if g.op.stateful:  # state and offsets at once, per partition (state_store.py)
+    uncounted = results  # whose counters go in the pipeline (not with a keyed commit)
+    if g.op.stateful:  # state, offsets and counts at once, per partition (state_store.py)
         if len(pipe):
             pipe.execute()
-        commit_state(g, results)
+        uncounted = commit_state(g, results)
     elif done:
         g.kb.record_committed(pipe, g.operator, done)
     if done:
@@ -72,21 +73,13 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
                 ("las", g.operator, g.keys.prefix),
                 lambda: las_operator(g.r, g.operator, g.keys, deltas),
             )
-    totals = {
-        "processed": sum(r.processed for r in results),
-        "expired": sum(r.expired for r in results),
-        "dead": sum(r.dead + r.members_dead for r in results),
-        "late": sum(r.late for r in results),
-        "fired": sum(r.fired for r in results),
-        "repeats": sum(r.repeats for r in results),
-        "state_expired": sum(r.state_expired for r in results),
-    }
+    totals: dict[str, int] = {}
+    admission: dict[str, int] = {}  # the entry step's fates, beside its progress
+    for r in uncounted:
+        _add(totals, slot_counts(r))
+        _add(admission, r.admission)
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
-    admission: dict[str, int] = {}
-    for r in results:
-        for name, n in r.admission.items():
-            admission[name] = admission.get(name, 0) + n
-    for name, n in admission.items():  # the entry step's fates, beside its progress
+    for name, n in admission.items():
         if n:
             pipe.hincrby(g.keys.ingress_counts, name, n)
     interval = int(time.time() // g.td)
@@ -136,12 +129,35 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
         g.producer.p.poll(0)
 
 
-def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
-    """Each partition's state with the offset it reflects; a partition whose owner
-    changed records how long its events waited for the move (``handover_pause``)."""
+def slot_counts(res: SlotResult) -> dict[str, int]:
+    """What a slot's events came to, for the operator's counters (``Keys.counts``)."""
+    return {
+        "processed": res.processed,
+        "expired": res.expired,
+        "dead": res.dead + res.members_dead,
+        "late": res.late,
+        "fired": res.fired,
+        "repeats": res.repeats,
+        "state_expired": res.state_expired,
+    }
+
+
+def _add(into: dict[str, int], counts: dict[str, int]) -> None:
+    for name, n in counts.items():
+        into[name] = into.get(name, 0) + n
+
+
+def commit_state(g: GroupRun, results: list[SlotResult]) -> list[SlotResult]:
+    """Each partition's state with the offset it reflects and the counts of what its
+    events did (applied with the commit or not at all: a fenced attempt's events are
+    counted by the attempt that overtook it); a partition whose owner changed records
+    how long its events waited for the move (``handover_pause``). Returns the results
+    with no commit of their own, whose counts the caller adds."""
+    uncounted = []
     for res in results:
         keyed = res.keyed
         if keyed is None:
+            uncounted.append(res)
             continue
         if keyed.fenced:
             continue
@@ -152,10 +168,19 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> None:
                 keyed.store.handover = None  # the task's hand-over, counted once per epoch
         store = keyed.store
         if res.cut:  # decided at the cut: the store has buffered more since
-            if res.commit is not None:
-                keyed.apply(res.commit)
+            prepared = res.commit
         elif res.next_offset > res.start or store.committed is None or store.dirty:
-            keyed.commit(res.next_offset)
+            prepared = keyed.prepare(res.next_offset)
+        else:
+            prepared = None
+        if prepared is None:
+            if not keyed.fenced:
+                uncounted.append(res)
+            continue
+        prepared.count(g.keys.counts(g.operator), slot_counts(res))
+        prepared.count(g.keys.ingress_counts, res.admission)
+        keyed.apply(prepared)
+    return uncounted
 
 
 def las_operator(r: Any, operator: str, keys: Keys, deltas_key: str | None = None) -> Any:

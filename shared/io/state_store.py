@@ -16,22 +16,23 @@ values. Writes are buffered; at a checkpoint or the task's end one script applie
 write, the offset, the ids of the events applied (a repeat from upstream arrives at a new
 offset: known by its id, kept ``APPLIED_KEEP_S``) and the watermarks, max-merged, if the
 offset and epoch are still the ones last committed (taken at a cut, ``prepare``, applied
-once the cut's outputs are delivered, ``apply``). So each event's effect on state is
-applied once: state, offset and ids move together or not at all.
+once the cut's outputs are delivered, ``apply``), with the counters of what the cut did.
+So each event's effect on state is applied, and counted, once: state, offset, ids and
+counts move together or not at all.
 """
 
 from __future__ import annotations
 
 import functools
-import heapq
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from elastic_sps.io.by_end import ByEnd
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.marks import WATERMARK_FIELD, marks_args, read_marks, text
 from elastic_sps.io.watermarks import InputMark
@@ -83,7 +84,7 @@ return redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
 # ARGV: partition, offset, epoch, next offset, now, forget-before, then blocks: S HSET
 # field value pairs, D HDEL fields, Z ZADD score member pairs, R ZREM members, I ZADD
 # members at now (the ids applied), M field value pairs each set if above the field's
-# number. 0: fenced, nothing applied.
+# number, H HINCRBY field n pairs (counters). 0: fenced, nothing applied.
 _COMMIT = """
 if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return 0 end
 if (redis.call('HGET', KEYS[2], ARGV[1]) or '0') ~= ARGV[3] then return 0 end
@@ -101,6 +102,8 @@ while i <= #ARGV do
     for j = first, last do scored[#scored + 1] = ARGV[5]; scored[#scored + 1] = ARGV[j] end
     redis.call('ZADD', k, unpack(scored))
     applied = k
+  elseif op == 'H' then
+    for j = first, last, 2 do redis.call('HINCRBY', k, ARGV[j], ARGV[j + 1]) end
   elseif op == 'M' then
     for j = first, last, 2 do
       local cur = redis.call('HGET', k, ARGV[j])
@@ -159,43 +162,6 @@ class _Args:
             self.args += [command, ref, len(chunk), *chunk]
 
 
-class ByEnd:
-    """A partition's open windows (or a keyed operator's expiring keys) by end, oldest
-    first: a heap whose entries are checked against ``end_of`` when they reach the top
-    (one whose end changed or was removed since is dropped there), so the oldest and
-    the due cost a logarithm each, not a scan of every open window per declaration."""
-
-    def __init__(
-        self, end_of: Callable[[int, str], float | None], entries: Iterable[tuple[float, int, str]]
-    ) -> None:
-        self._end_of = end_of
-        self._heap = list(entries)
-        heapq.heapify(self._heap)
-
-    def push(self, end: float, group: int, field: str) -> None:
-        heapq.heappush(self._heap, (end, group, field))
-
-    def oldest(self) -> float | None:
-        heap = self._heap
-        while heap:
-            end, group, field = heap[0]
-            if self._end_of(group, field) == end:
-                return end
-            heapq.heappop(heap)
-        return None
-
-    def take_due(self, until: float) -> list[tuple[int, str, float]]:
-        """The open ones ending at or before ``until``, by end, taken off the index (the
-        caller closes each)."""
-        out: list[tuple[int, str, float]] = []
-        heap = self._heap
-        while heap and heap[0][0] <= until:
-            end, group, field = heapq.heappop(heap)
-            if self._end_of(group, field) == end and (not out or out[-1] != (group, field, end)):
-                out.append((group, field, end))
-        return out
-
-
 @dataclass(frozen=True)
 class Commit:
     """A partition's writes at a cut (``PartitionStore.prepare``), applied later."""
@@ -203,6 +169,13 @@ class Commit:
     args: _Args
     next_offset: int
     at: float
+
+    def count(self, key: str, counts: Mapping[str, int]) -> None:
+        """Counters that go up with the commit, and only if it is applied: what the cut's
+        events did is counted once, by the attempt whose effects stand."""
+        items = [x for name, n in counts.items() if n for x in (name, n)]
+        if items:
+            self.args.block("H", key, items)
 
 
 class PartitionStore:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from elastic_sps.io.state_store import MISSING, ByEnd
+from elastic_sps.io.by_end import ByEnd
+from elastic_sps.io.state_store import MISSING
 from elastic_sps.io.watermarks import InputMark
 
 

@@ -1,8 +1,9 @@
 """Keyed state over a real redis-server: state and the offset it reflects commit together,
 a crash between two commits replays without a second effect, a retried task's commit is
 fenced (by offset and epoch), a zombie reads nothing newer than it opened at, an event
-applied once is known when it arrives again, watermarks never go back, windows fire once
-(their accumulators read in one round trip), and a late event is told apart."""
+applied once is known when it arrives again, counts go up only with a commit applied,
+watermarks never go back, windows fire once (their accumulators read in one round
+trip), and a late event is told apart."""
 
 from __future__ import annotations
 
@@ -102,6 +103,24 @@ def test_two_attempts_at_one_offset_commit_once(redis_client):
     assert a.commit(0, owner=0)
     assert not b.commit(0, owner=1)
     assert PartitionStore(redis_client, keys, "w", 0).watermark == 30.0
+
+
+def test_counts_go_up_with_the_commit_that_is_applied_and_only_with_it(redis_client):
+    """Two attempts at offsets 0-2 (3 events each): the first to commit adds its 3 to the
+    counters; the other's commit is fenced and adds none, so the events count once."""
+    keys = Keys("counted")
+    a = PartitionStore(redis_client, keys, "total", 0)
+    b = PartitionStore(redis_client, keys, "total", 0)
+    for store in (a, b):
+        for amount in (1, 2, 3):
+            _add(store, "alice", amount)
+    first = a.prepare(3, owner=0)
+    first.count("counted:counts", {"processed": 3, "late": 0})
+    second = b.prepare(3, owner=1)
+    second.count("counted:counts", {"processed": 3})
+    assert a.apply(first)
+    assert not b.apply(second)
+    assert redis_client.hgetall("counted:counts") == {b"processed": b"3"}
 
 
 def test_a_zombie_reads_nothing_the_winner_committed(redis_client):

@@ -1,4 +1,4 @@
-"""The open-window index by end (``state_store.ByEnd``), as the in-memory store uses it:
+"""The open-window index by end (``by_end.ByEnd``), as the in-memory store uses it:
 the oldest open window and the due ones, with ends that move or go."""
 
 from __future__ import annotations
