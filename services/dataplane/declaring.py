@@ -35,8 +35,9 @@ class Marks:
         return taken
 
     def write(self, redis: Any, pipe: Any) -> None:
-        """Into ``pipe``; what changed stays noted (a write is a max-merge, so writing
-        it again is harmless, and a pipeline that fails must not have dropped it)."""
+        """Into ``pipe``; what changed stays noted (the watermarks are max-merged and
+        the idle flags set to their current values, so a second write of them is
+        harmless, and a pipeline that fails must not have dropped them)."""
         merge_marks(redis, pipe, self.key, marks_args(self.watermark, self.marks, self.changed))
 
 

@@ -77,6 +77,7 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
     admission: dict[str, int] = {}  # the entry step's fates, beside its progress
     for r in uncounted:
         _add(totals, slot_counts(r))
+    for r in results:  # an entry step's slots are stateless (``las.site``): none committed
         _add(admission, r.admission)
     g.kb.add_counts(pipe, g.operator, totals)  # the dataplane's /metrics reads these
     for name, n in admission.items():
@@ -178,7 +179,6 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> list[SlotResult]:
                 uncounted.append(res)
             continue
         prepared.count(g.keys.counts(g.operator), slot_counts(res))
-        prepared.count(g.keys.ingress_counts, res.admission)
         keyed.apply(prepared)
     return uncounted
 

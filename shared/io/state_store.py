@@ -153,13 +153,15 @@ class _Args:
             self.index[key] = len(self.keys)
         return str(self.index[key])
 
-    def block(self, command: str, key: str, items: list[Any]) -> None:
+    def block(self, command: str, key: str, items: list[Any], first: bool = False) -> None:
         """``items`` as blocks of ``command`` on ``key`` (pairs stay whole: ``BLOCK`` is
-        even)."""
+        even); ``first``: before the blocks already added."""
         ref = self.ref(key)
+        added: list[Any] = []
         for k in range(0, len(items), BLOCK):
             chunk = items[k : k + BLOCK]
-            self.args += [command, ref, len(chunk), *chunk]
+            added += [command, ref, len(chunk), *chunk]
+        self.args = added + self.args if first else self.args + added
 
 
 @dataclass(frozen=True)
@@ -172,10 +174,12 @@ class Commit:
 
     def count(self, key: str, counts: Mapping[str, int]) -> None:
         """Counters that go up with the commit, and only if it is applied: what the cut's
-        events did is counted once, by the attempt whose effects stand."""
+        events did is counted once, by the attempt whose effects stand. Before the state
+        writes: a script that fails keeps what it wrote, and a counter that cannot go up
+        must fail it before any of them."""
         items = [x for name, n in counts.items() if n for x in (name, n)]
         if items:
-            self.args.block("H", key, items)
+            self.args.block("H", key, items, first=True)
 
 
 class PartitionStore:

@@ -8,6 +8,7 @@ trip), and a late event is told apart."""
 from __future__ import annotations
 
 import pytest
+import redis
 
 from elastic_sps.io.knowledge_base import Keys
 from elastic_sps.io.state_store import MISSING, Fenced, PartitionStore
@@ -121,6 +122,22 @@ def test_counts_go_up_with_the_commit_that_is_applied_and_only_with_it(redis_cli
     assert a.apply(first)
     assert not b.apply(second)
     assert redis_client.hgetall("counted:counts") == {b"processed": b"3"}
+
+
+def test_a_counter_that_cannot_go_up_fails_the_commit_before_any_write(redis_client):
+    """The counts hash holds a field that is not a number: the commit's script fails on
+    it before it writes state, ids or offset (a failed script keeps what it wrote)."""
+    keys = Keys("miscount")
+    redis_client.hset("miscount:counts", "processed", "many")
+    store = PartitionStore(redis_client, keys, "total", 0)
+    _add(store, "alice", 5)
+    commit = store.prepare(1, owner=0)
+    commit.count("miscount:counts", {"processed": 1})
+    with pytest.raises(redis.ResponseError):
+        store.apply(commit)
+    after = PartitionStore(redis_client, keys, "total", 0)
+    assert after.committed is None
+    assert after.get("s", key_group("alice", 128), "alice") is MISSING
 
 
 def test_a_zombie_reads_nothing_the_winner_committed(redis_client):
