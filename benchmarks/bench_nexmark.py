@@ -181,15 +181,30 @@ class Phase:
         k = bisect.bisect_left(self.sent, (window_end, 0.0))
         return self.sent[k][1] if k < len(self.sent) else self.sent[-1][1]
 
-    def judged(self, rows: list[tuple[float, dict[str, Any]]]) -> tuple[bool, list[float]]:
-        """Whether this phase's rows equal the reference's, and each row's latency (ms)."""
+    def judged(
+        self, rows: list[tuple[float, dict[str, Any]]]
+    ) -> tuple[dict[str, Any], list[float]]:
+        """How this phase's rows compare with the reference's (``compare``; not exact:
+        with every row of its first wrong window, repeats too, and the reference's), and
+        each row's latency (ms)."""
         mine = [(t, r) for t, r in rows if r["window_start"] in self.windows]
         first: dict[str, tuple[float, dict]] = {}
         for t, r in mine:
             first.setdefault(json.dumps(r, sort_keys=True), (t, r))
         verdict = compare(self.query, [r for _, r in first.values()], self.events)
+        if not verdict["exact"]:
+            wrong = verdict.get("first_wrong", [])[:1]
+            verdict["wrong_rows"] = [r for _, r in mine if r["window_start"] in wrong]
+            verdict["wanted_rows"] = [r for r in self.expected if r["window_start"] in wrong]
         lat = [1000 * (t - self.closing_time(r["window_end"])) for t, r in first.values()]
-        return bool(verdict["exact"]), lat
+        return verdict, lat
+
+
+def _inexact(verdicts: list[tuple[dict[str, Any], list[float]]]) -> dict[str, Any]:
+    """The phases (0: the warm-up, 1: the burst, 2: the half load) whose rows were not
+    exact, with how (a failed run said, not hidden)."""
+    wrong = [{"phase": k, **v} for k, (v, _) in enumerate(verdicts) if not v["exact"]]
+    return {"inexact": wrong} if wrong else {}
 
 
 def _time_ms(e: dict[str, Any]) -> int:
@@ -235,7 +250,8 @@ def measure(
             "at_events_per_s": round(rate),
             **cpu_cells(used, len(half.events)),
             **idle_cells(cpu_at_rest(args.idle_seconds), args.idle_seconds),
-            "exact": all(ok for ok, _ in verdicts),
+            "exact": all(v["exact"] for v, _ in verdicts),
+            **_inexact(verdicts),
             "phase": burst_wall,
         }  # fmt: skip
 

@@ -101,6 +101,8 @@ def publish(g: GroupRun, results: list[SlotResult], span: TaskSpan | None = None
                 las.update_batch(
                     np.asarray(res.las_keys, dtype=np.int64), np.asarray(res.las_times)
                 )
+        if res.keyed is not None and res.keyed.fenced:
+            continue  # its events are counted by the attempt that overtook it
         rec = OperatorCounters(
             interval=interval,
             operator=g.operator,

@@ -1,8 +1,9 @@
 """What a checkpoint publishes when Redis fails or another attempt overtook it, on a real
 redis-server and broker: a keyed partition's counters go with its state commit
 (``publishing.commit_state``), so its events are counted once, by the attempt whose
-commit is applied, and a failure after the commit loses none; a stateless partition's
-watermarks that a failed pipeline did not write go with its next write."""
+commit is applied (in the knowledge base and on the metrics topic), and a failure after
+the commit loses none; a stateless partition's watermarks that a failed pipeline did not
+write go with its next write."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from typing import Any
 import pytest
 import redis
 import yaml
+from confluent_kafka import Consumer, TopicPartition
 
+from elastic_sps.contracts.metrics import OperatorCounters
+from elastic_sps.io.connections import kafka_config
 from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.io.marks import read_marks
@@ -93,6 +97,27 @@ def test_an_attempt_overtaken_at_its_commit_adds_no_count(group: GroupRun) -> No
     publish(g, zombie.finish())
     assert total(g) == ({"n": 3, "total": 23}, 3)
     assert KnowledgeBase(g.r, Keys(g.keys.prefix)).counts("total")["processed"] == 3
+    g.producer.flush()
+    assert processed_on_metrics_topic(g) == [3]  # the retry's record alone
+
+
+def processed_on_metrics_topic(g: GroupRun) -> list[int]:
+    """``processed`` of each counters record on the metrics topic, read to its end."""
+    topic = g.o.metrics_topic
+    consumer = Consumer(kafka_config(g.o.bootstrap, **{"group.id": f"m{uuid.uuid4().hex[:6]}"}))
+    end = consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)[1]
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out, at, deadline = [], 0, time.monotonic() + 30
+    while at < end and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None or msg.error() is not None:
+            continue
+        at = msg.offset() + 1
+        rec = OperatorCounters.model_validate_json(msg.value())
+        if rec.operator == "total":
+            out.append(rec.processed)
+    consumer.close()
+    return out
 
 
 class _Down:

@@ -40,10 +40,14 @@ def test_a_rows_latency_runs_from_the_event_that_made_its_window_closable():
     assert phase.closing_time(T0 + 9_995) == 101.0
     rows = [(101.25, r) for r in phase.expected if r["window_start"] == T0]
     rows += [(102.25, r) for r in phase.expected if r["window_start"] == T0 + 10_000]
-    exact, latency = phase.judged(rows)
-    assert exact and latency == [250.0] * len(rows)
+    verdict, latency = phase.judged(rows)
+    assert verdict["exact"] and latency == [250.0] * len(rows)
+    assert "wrong_rows" not in verdict
     wrong = [(t, {**r, "price": r["price"] + 1}) for t, r in rows]
-    assert not phase.judged(wrong)[0]
+    verdict = phase.judged(wrong)[0]
+    assert not verdict["exact"] and verdict["first_wrong"] == [T0, T0 + 10_000]
+    assert verdict["wrong_rows"] == [r for _, r in wrong if r["window_start"] == T0]
+    assert verdict["wanted_rows"] == [r for _, r in rows if r["window_start"] == T0]
 
 
 def test_result_rows_unwrap_elastic_sps_sink_records_only():
