@@ -54,15 +54,19 @@ DOC = {
 
 @pytest.fixture
 def group(kafka_bootstrap: str, redis_url: str, tmp_path) -> GroupRun:
+    # an operator of its own: the metrics topic is shared by every test on the broker
+    name = f"total{uuid.uuid4().hex[:6]}"
+    doc = {**DOC, "operators": [{**DOC["operators"][0], "name": name}]}
+    doc["edges"] = [{"from": "source", "to": name}]
     path = tmp_path / "counted.yaml"
-    path.write_text(yaml.safe_dump(DOC))
+    path.write_text(yaml.safe_dump(doc))
     settings = DataplaneSettings(
         kafka_bootstrap_servers=kafka_bootstrap,
         redis_url=redis_url,
         key_prefix=f"kc{uuid.uuid4().hex[:6]}",
     )
     topo = topology.load(path)
-    return GroupRun(SourceOptions.build(settings, topo, ["total"], "none"), "total", 1)
+    return GroupRun(SourceOptions.build(settings, topo, [name], "none"), name, 1)
 
 
 def records(values: list[int]) -> list[Any]:
@@ -84,7 +88,7 @@ def served(g: GroupRun, values: list[int]) -> Replica:
 
 
 def total(g: GroupRun) -> tuple[Any, int | None]:
-    store = PartitionStore(g.r, g.keys, "total", 0)
+    store = PartitionStore(g.r, g.keys, g.operator, 0)
     return store.get("s", key_group("a", g.op.key_groups), "a"), store.committed
 
 
@@ -96,7 +100,7 @@ def test_an_attempt_overtaken_at_its_commit_adds_no_count(group: GroupRun) -> No
     publish(g, retry.finish())
     publish(g, zombie.finish())
     assert total(g) == ({"n": 3, "total": 23}, 3)
-    assert KnowledgeBase(g.r, Keys(g.keys.prefix)).counts("total")["processed"] == 3
+    assert KnowledgeBase(g.r, Keys(g.keys.prefix)).counts(g.operator)["processed"] == 3
     g.producer.flush()
     assert processed_on_metrics_topic(g) == [3]  # the retry's record alone
 
@@ -114,7 +118,7 @@ def processed_on_metrics_topic(g: GroupRun) -> list[int]:
             continue
         at = msg.offset() + 1
         rec = OperatorCounters.model_validate_json(msg.value())
-        if rec.operator == "total":
+        if rec.operator == g.operator:
             out.append(rec.processed)
     consumer.close()
     return out
@@ -150,7 +154,7 @@ def test_a_redis_failure_after_a_checkpoint_commit_loses_no_count(
         m.setattr(g.r, "pipeline", lambda *a, **k: _Down(pipeline(*a, **k)))
         publish(g, cut)
     assert total(g) == ({"n": 2, "total": 3}, 2)
-    assert KnowledgeBase(g.r, Keys(g.keys.prefix)).counts("total")["processed"] == 2
+    assert KnowledgeBase(g.r, Keys(g.keys.prefix)).counts(g.operator)["processed"] == 2
 
 
 def test_marks_a_failed_pipeline_did_not_write_go_with_the_next_write(redis_client) -> None:
