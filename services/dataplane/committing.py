@@ -131,9 +131,8 @@ def cut_result(run: SlotRun) -> SlotResult:
     if run.ctx is not None:
         run.ctx.writes.execute()  # the operator's writes before the offset they reflect
     if run.keyed is not None:
-        res.keyed, res.cut, store = run.keyed, True, run.keyed.store
-        if res.next_offset > res.start or store.committed is None or store.dirty:
-            res.commit = run.keyed.prepare(res.next_offset)
+        res.keyed = run.keyed
+        res.commit = run.keyed.due(res.start, res.next_offset)
     fresh = SlotResult(res.replica, ids=IdBatch(run.g.keys.prefix) if res.ids is not None else None)
     fresh.start = fresh.next_offset = res.next_offset
     fresh.marks = res.marks

@@ -49,11 +49,13 @@ class KeyedSlot:
         if self.first_at is None:
             self.first_at = now
 
-    def commit(self, next_offset: int) -> bool:
-        """State, ids, watermarks and ``next_offset`` at once; False: fenced (another
-        attempt committed this partition first: nothing of this one's is applied)."""
-        prepared = self.prepare(next_offset)
-        return prepared is not None and self.apply(prepared)
+    def due(self, start: int, next_offset: int) -> Commit | None:
+        """The partition's writes as of now if it has any to commit (events read since
+        ``start``, never committed, or writes buffered); None: none, or fenced."""
+        store = self.store
+        if next_offset > start or store.committed is None or store.dirty:
+            return self.prepare(next_offset)
+        return None
 
     def prepare(self, next_offset: int) -> Commit | None:
         """The partition's writes as of now, for ``apply`` once the outputs before now

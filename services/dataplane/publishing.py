@@ -15,7 +15,7 @@ from elastic_sps.io.knowledge_base import Keys, KnowledgeBase
 from elastic_sps.services.dataplane.cluster import executor_id
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.keyed_slot import handover_pause
-from elastic_sps.services.dataplane.steps import SlotResult
+from elastic_sps.services.dataplane.steps import NOT_CUT, SlotResult
 from elastic_sps.services.dataplane.worker import WORKER
 
 LAS_LOCK = threading.Lock()
@@ -169,13 +169,8 @@ def commit_state(g: GroupRun, results: list[SlotResult]) -> list[SlotResult]:
             if gap is not None:
                 g.kb.record_pause(g.operator, keyed.partition, *gap, keyed.first_at)
                 keyed.store.handover = None  # the task's hand-over, counted once per epoch
-        store = keyed.store
-        if res.cut:  # decided at the cut: the store has buffered more since
-            prepared = res.commit
-        elif res.next_offset > res.start or store.committed is None or store.dirty:
-            prepared = keyed.prepare(res.next_offset)
-        else:
-            prepared = None
+        # a cut's commit was decided at the cut: the store has buffered more since
+        prepared = keyed.due(res.start, res.next_offset) if res.commit is NOT_CUT else res.commit
         if prepared is None:
             if not keyed.fenced:
                 uncounted.append(res)

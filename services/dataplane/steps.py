@@ -39,6 +39,7 @@ WRITES_EVERY_S = 0.1
 # A slot folds its operator's successes into the task's failure guard (behind a lock) per
 # this many events, at a failure and at its end: not per event.
 OKS_FOLD = 256
+NOT_CUT: Any = object()  # a SlotResult's ``commit`` when no checkpoint's cut took it
 
 
 def writes_due(stacked: int, since_s: float) -> bool:
@@ -65,8 +66,7 @@ class SlotResult:
     keyed: Any = None  # a keyed operator's KeyedSlot: committed after the flush
     # a checkpoint's cut (``committing.cut_result``): its keyed writes taken then
     # (``PartitionStore.prepare``; None: nothing to commit), applied once delivered
-    cut: bool = False
-    commit: Any = None
+    commit: Any = NOT_CUT
     busy: float = 0.0
     latencies: LatencySample = field(default_factory=lambda: LatencySample(200))
     queuing: LatencySample = field(default_factory=lambda: LatencySample(500))
