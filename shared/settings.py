@@ -287,6 +287,12 @@ class DataplaneSettings(AdmissionSettings):
         default_factory=dict,
         description='Extra Spark settings as JSON (\'{"spark.executor.cores": "2"}\').',
     )
+    spark_jvm_options: str = _f(
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "Spark's JVM options, driver and executors (unless spark_conf sets them). Its JVMs "
+        "plan and launch tasks, out of the per-event path: the quick compiler alone and the "
+        "serial collector spend the least CPU at a batch's boundary, CPU the replicas need.",
+    )
     executor_python: str | None = _f(None, "The executors' interpreter, if not the driver's.")
     task_max_failures: int = _f(
         4, "Retries of a failed task before the query fails (local[N] retries none).", ge=1

@@ -65,6 +65,9 @@ def session_conf(settings: DataplaneSettings, master: str) -> dict[str, str]:
         "spark.task.maxFailures": str(settings.task_max_failures),
         "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "0.0.0.0"),
     }
+    if settings.spark_jvm_options:
+        for role in ("driver", "executor"):
+            conf[f"spark.{role}.extraJavaOptions"] = settings.spark_jvm_options
     if is_cluster(master):
         conf.update(forwarded_env())
         if settings.executor_python:

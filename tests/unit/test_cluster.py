@@ -106,6 +106,21 @@ def test_local_workers_fork_from_a_daemon_that_imported_the_replicas():
     assert daemon not in session_conf(settings, "spark://spark-master:7077")
 
 
+def test_sparks_jvms_get_the_jvm_options_unless_the_users_spark_conf_sets_them():
+    from elastic_sps.services.dataplane.job import session_conf
+    from elastic_sps.settings import DataplaneSettings
+
+    conf = session_conf(DataplaneSettings(spark_jvm_options="-XX:+UseSerialGC"), "local[2,4]")
+    assert conf["spark.driver.extraJavaOptions"] == "-XX:+UseSerialGC"
+    assert conf["spark.executor.extraJavaOptions"] == "-XX:+UseSerialGC"
+    mine = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    conf = session_conf(DataplaneSettings(spark_conf=mine), "local[2,4]")
+    assert conf["spark.driver.extraJavaOptions"] == "-Xss4m"
+    assert "spark.driver.extraJavaOptions" not in session_conf(
+        DataplaneSettings(spark_jvm_options=""), "local[2,4]"
+    )
+
+
 def test_the_daemon_preloads_what_imports_and_skips_what_does_not():
     import gc
 
