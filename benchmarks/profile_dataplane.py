@@ -111,7 +111,7 @@ def _stopped(spy: subprocess.Popen[bytes]) -> None:
 
 def _peers(args: argparse.Namespace, bootstrap: str, redis_url: str, raw: Path) -> float:
     """The Twitter chain of ``bench_peers.py``: seconds its events took."""
-    env = {"SPS_TRACK_IDS": "true" if args.ids else "false", "SPS_ADMISSION": "ingress"}
+    env = {"SPS_TRACK_IDS": "true" if args.ids else "false", "SPS_ADMISSION": args.admission}
     pipe = elastic_sps(bootstrap, redis_url, fresh_tag("prof"), env, args.chain)
     with running(pipe, bootstrap) as (collector, producer):
         send_all(producer, pipe, collector, 0, 500)  # warm
@@ -142,6 +142,8 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=40_000)
     ap.add_argument("--ids", action="store_true", help="with the id ledger on")
     ap.add_argument("--chain", action="store_true", help="the four operators chained")
+    ap.add_argument("--admission", default="ingress", choices=("ingress", "entry"),
+                    help="SPS_ADMISSION: the ingress service, or admission as the first step")
     ap.add_argument("--nexmark", help="profile this Nexmark query's pipeline instead (q5, q7)")
     ap.add_argument("--rate", type=int, default=100, help="py-spy's samples a second")
     ap.add_argument("--top", help="a category whose busiest frames to list too")

@@ -132,7 +132,8 @@ class SlotRun:
             keyed.fenced = True
 
     def _handle(self, msg: Any, offset: int) -> None:
-        if self.entry is None and is_declaration(msg.value()):
+        # a record ``prefetch`` decoded is an event: not asked again whether it declares
+        if self.entry is None and offset not in self._decoded and is_declaration(msg.value()):
             self.declared(decode_declaration(msg.value()), msg)
             return
         ctx = self._ready()

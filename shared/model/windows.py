@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
@@ -30,6 +30,11 @@ class WindowSpec:
     size_s: float  # the window's length (a session's gap)
     slide_s: float  # how far consecutive windows start apart (= size for tumbling)
     lateness_s: float = 0.0
+    # a tumbling window's last assignment: [start, end) and the window; consecutive
+    # events mostly fall in one window, and a bound check is a fifth of ``slide_index``
+    _last: tuple[float, float, tuple[float, float]] | None = field(
+        default=None, init=False, compare=False, hash=False, repr=False
+    )
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any], where: str = "window") -> WindowSpec:
@@ -72,9 +77,14 @@ class WindowSpec:
         own window before merging: [t, t + gap)."""
         if self.kind == "session":
             return [(t, t + self.size_s)]
+        last = self._last  # read once: replica threads share the spec
+        if last is not None and last[0] <= t < last[1]:
+            return [last[2]]
         m = self.slide_index(t)
         if self.kind == "tumbling":  # one window, the slide's own
-            return [self.window(m)]
+            window = self.window(m)
+            object.__setattr__(self, "_last", (window[0], window[1], window))
+            return [window]
         out = [self.window(m)]
         while (window := self.window(m := m - 1))[1] > t:
             out.append(window)

@@ -26,6 +26,7 @@ from elastic_sps.pipeline.operators import (
     Passthrough,
     Runnable,
     normalise,
+    numbered,
     open_operator,
     with_ids,
 )
@@ -109,9 +110,12 @@ class ChainedOperator:
         object is shared by the replica threads of a task); ``passed``: per member, the
         inputs it took without raising, added to."""
         key = ctx.key  # the head's (a keyed head's), for every output it makes
-        head = with_ids(event_id, self._call(self.steps[0], payload, ctx), self.steps[0].name)
+        head = self._plain(self.steps[0], payload, ctx, event_id)
         if len(self.steps) == 1:
             return self._renamed(head)
+        if len(head) == 1:  # a map's one output: no list of lists to flatten
+            _, i, p = head[0]
+            return self.after_head(p, ctx, i, failed, key, members, passed)
         return [
             out
             for _, i, p in head
@@ -136,19 +140,26 @@ class ChainedOperator:
         ctx.key, ctx.state = "", {}  # a keyed head's key and state are its own
         items: list[Emitted] = [(None, event_id, payload)]
         for step in self.steps[1:]:
+            if not items:
+                break
             state = self._member_state(step, members)
             outs: list[Emitted] = []
+            took = 0
             for _, i, p in items:
                 before = state.snapshot() if state is not None else None
                 try:
-                    outs.extend(with_ids(i, self._call(step, p, ctx, key, state, i), step.name))
+                    if state is None:
+                        outs.extend(self._plain(step, p, ctx, i, i))
+                    else:
+                        outs.extend(with_ids(i, self._call(step, p, ctx, key, state, i), step.name))
                 except Exception as exc:  # the member's code: its input's failure alone
                     if state is not None and before is not None:
                         state.restore(before)
                     failed.append(MemberFailed(step.name, i, p, exc))
                     continue
-                if passed is not None:
-                    passed[step.name] = passed.get(step.name, 0) + 1
+                took += 1
+            if passed is not None and took:
+                passed[step.name] = passed.get(step.name, 0) + took
             items = outs
         return self._renamed(items)
 
@@ -161,7 +172,33 @@ class ChainedOperator:
         return members.of(step.name)
 
     def _renamed(self, result: list[Emitted]) -> list[Emitted]:
+        if len(result) == 1 and result[0][0] is None:  # a map's one output, to every successor
+            return result
         return [(self.renamed.get(d, d) if d is not None else None, i, p) for d, i, p in result]
+
+    def _plain(
+        self,
+        step: ChainStep,
+        payload: Any,
+        ctx: Context,
+        number_from: str,
+        event_id: str | None = None,
+    ) -> list[Emitted]:
+        """An unkeyed member (or the head) on one input, its outputs checked and numbered
+        from ``number_from``; ``event_id``: a member's input's, as ``_call``."""
+        ctx.operator = step.name
+        head_id = ctx.event_id
+        if event_id is not None:
+            ctx.event_id = event_id
+        try:
+            return numbered(
+                step.runnable.process(payload, ctx), number_from, step.name, step.successors
+            )
+        except Exception as exc:  # the member's failure: say which member, then re-raise
+            exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")
+            raise
+        finally:
+            ctx.operator, ctx.event_id = self.name, head_id
 
     def _call(
         self,

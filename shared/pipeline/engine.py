@@ -33,7 +33,7 @@ from elastic_sps.model.keyed import key_group
 from elastic_sps.model.topology import Topology
 from elastic_sps.pipeline.chain import ChainedOperator, MemberFailed
 from elastic_sps.pipeline.key_state import KeyState
-from elastic_sps.pipeline.operators import Context, Emitted, Runnable, normalise, with_ids
+from elastic_sps.pipeline.operators import Context, Emitted, Runnable, numbered
 from elastic_sps.pipeline.stateful import (
     AggregateOperator,
     MemberStates,
@@ -171,8 +171,7 @@ class OperatorCore:
         each member's, then gave them their chained names: not again)."""
         if isinstance(self.impl, ChainedOperator):
             return self.impl.run(payload, ctx, base, failed, members, passed)
-        result = normalise(self.impl.process(payload, ctx), self.name, self.successors)
-        return with_ids(base, result, self.name)
+        return numbered(self.impl.process(payload, ctx), base, self.name, self.successors)
 
     def valve(self, store: Any) -> Valve:
         """The partition's valve, from what its store holds."""

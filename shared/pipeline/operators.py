@@ -226,3 +226,16 @@ def with_ids(event_id: str, result: Output, operator: str) -> list[Emitted]:
         (dst, event_id if k == 0 else f"{event_id}/{operator}.{k}", payload)
         for k, (dst, payload) in enumerate(result)
     ]
+
+
+def numbered(
+    result: Any, event_id: str, operator: str, successors: tuple[str, ...]
+) -> list[Emitted]:
+    """``normalise`` then ``with_ids``, as the per-event path calls them: a map's one
+    output to every successor, the common case, checked and numbered without building the
+    intermediate list."""
+    if type(result) is list and len(result) == 1:
+        item = result[0]
+        if type(item) is tuple and len(item) == 2 and item[0] is None:
+            return [(None, event_id, item[1])]
+    return with_ids(event_id, normalise(result, operator, successors), operator)

@@ -4,10 +4,12 @@ consumer between them and the broker)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 
+from benchmarks.harness.records import Record
 from elastic_sps.contracts.analysis import AnalysisRecord, OperatorNeed
+
+__all__ = ["Record", "analysis_record"]
 
 
 def analysis_record(
@@ -26,33 +28,3 @@ def analysis_record(
         operators=dict(needs),
         closed_at=closed_at,
     )
-
-
-class Record:
-    """confluent-kafka's ``Message`` accessors the steps use."""
-
-    def __init__(
-        self, partition: int, offset: int, value: bytes, key: bytes | None = None, topic: str = ""
-    ) -> None:
-        self._p, self._o, self._v, self._k, self._t = partition, offset, value, key, topic
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def value(self) -> bytes:
-        return self._v
-
-    def key(self) -> bytes | None:
-        return self._k
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, int(time.time() * 1000))
-
-    def error(self) -> None:
-        return None

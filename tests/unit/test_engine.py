@@ -12,9 +12,9 @@ import pytest
 from elastic_sps.io.watermarks import Declaration
 from elastic_sps.model import topology
 from elastic_sps.pipeline.chain import open_runnable
-from elastic_sps.pipeline.engine import Event, OperatorCore, with_ids
+from elastic_sps.pipeline.engine import Event, OperatorCore
 from elastic_sps.pipeline.local_store import MemoryStore
-from elastic_sps.pipeline.operators import Context
+from elastic_sps.pipeline.operators import Context, with_ids
 from elastic_sps.pipeline.stateful import Late
 
 pytestmark = pytest.mark.unit
