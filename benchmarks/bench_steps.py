@@ -8,6 +8,9 @@ its ``probe_ms`` (``harness.machine``).
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_steps.py [--events 20000]
      [--rounds 5] [--cases twitter-chain,q7-keyed] [--json]
 
+* ``twitter-entry``: the pool ``bench_peers.py``'s ``elastic-sps-entry`` runs: the Twitter
+  application's four operators chained, admission (LAS) as its first step, the tweets
+  as a producer writes them to the source topic;
 * ``twitter-chain``: the Twitter application's four operators chained in one pool
   (``parse..store``), envelopes in, as a pool after the entry step gets them;
 * ``q7-keyed``: Nexmark q7's ``per_auction..partial`` (a keyed 10 s tumbling window
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from sps_nexmark.generate import Generator
 from sps_twitter.operators import generate as tweets
@@ -40,6 +44,7 @@ from elastic_sps.io import embedded
 from elastic_sps.io.envelope import Envelope
 from elastic_sps.io.topics import Topics
 from elastic_sps.model import topology
+from elastic_sps.services.dataplane.entry_slot import EntryTask
 from elastic_sps.services.dataplane.feed import Batch
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.options import SourceOptions
@@ -62,6 +67,18 @@ def twitter_doc(out: str) -> tuple[dict[str, Any], str]:
         {"from": a, "to": b} for a, b in zip(("source", *TWITTER_OPS), TWITTER_OPS, strict=False)
     ]
     return {"operators": ops, "edges": edges}, "parse..store"
+
+
+def twitter_entry_doc(out: str) -> tuple[dict[str, Any], str]:
+    doc, name = twitter_doc(out)
+    source = {"topics": [f"{out}.src"], "format": "json", "key": "field:user.screen_name",
+              "id": "field:id"}  # fmt: skip
+    return {**doc, "source": source}, name
+
+
+def twitter_records(n: int, seed: int) -> Iterator[bytes]:
+    for k, t in enumerate(tweets(n, seed=seed)):
+        yield orjson.dumps({**t, "id": f"t{seed}-{k}"})
 
 
 def twitter_events(n: int, seed: int) -> Iterator[tuple[str, str, Any, float]]:
@@ -87,9 +104,11 @@ def q7_events(n: int, seed: int) -> Iterator[tuple[str, str, Any, float]]:
             yield f"b{seed}-{k}", "bids", ev["bid"], ev["bid"]["dateTime"] / 1000.0
 
 
-CASES: dict[str, tuple[Callable[[str], tuple[dict, str]], Callable[..., Iterator]]] = {
-    "twitter-chain": (twitter_doc, twitter_events),
-    "q7-keyed": (q7_doc, q7_events),
+# case -> (its topology and pool, its records' values, whether the pool is the entry step)
+CASES: dict[str, tuple[Callable[[str], tuple[dict, str]], Callable[..., Iterator], bool]] = {
+    "twitter-entry": (twitter_entry_doc, twitter_records, True),
+    "twitter-chain": (twitter_doc, twitter_events, False),
+    "q7-keyed": (q7_doc, q7_events, False),
 }
 
 
@@ -106,32 +125,40 @@ def group_for(case: str, bootstrap: str, redis_url: str, folder: Path) -> GroupR
         topics=Topics(deadletter=f"{tag}.deadletter"),
         track_ids=False,
     )
-    return GroupRun(SourceOptions.build(settings, topo, [name], "none"), name, 1)
+    entry = (topo.source.topics[0], 1) if CASES[case][2] else None
+    return GroupRun(SourceOptions.build(settings, topo, [name], "none", entry), name, 1)
 
 
 def chunks(case: str, n: int, seed: int) -> list[list[Any]]:
     now_ms = int(time.time() * 1000)
-    records = [
-        Record(0, k, Envelope(i, time.time(), src, p, evt=evt).encode(), ts_ms=now_ms)
-        for k, (i, src, p, evt) in enumerate(CASES[case][1](n, seed))
-    ]
+    made = CASES[case][1](n, seed)
+    values = (
+        made
+        if CASES[case][2]
+        else (Envelope(i, time.time(), s, p, evt=t).encode() for i, s, p, t in made)
+    )
+    records = [Record(0, k, v, ts_ms=now_ms) for k, v in enumerate(values)]
     at = time.perf_counter()
     return [[Batch(records[k : k + CHUNK], at)] for k in range(0, len(records), CHUNK)]
 
 
-def one_round(g: GroupRun, work: list[list[Any]], events: int) -> float:
+def one_round(g: GroupRun, work: list[list[Any]], events: int) -> tuple[float, int]:
     """CPU microseconds per event of serving ``work`` through one replica and its
-    checkpoint (the commit of state and offsets included)."""
+    checkpoint (the commit of state and offsets included), and the events it processed."""
+    slot = Slot(0, 0, 0, owner=0)
+    if g.admits:
+        EntryTask(g, (slot,))  # the task's part of the entry step: the partition declared
     replica = Replica(g, 0)
-    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    replica.serve_planned([slot], {0: []})
     began = time.thread_time()
     for chunk in work:
         replica.take_in(chunk)
         g.producer.send()
-    publish(g, replica.finish())
+    results = replica.finish()
+    publish(g, results)
     took = time.thread_time() - began
     g.producer.flush()
-    return 1e6 * took / events
+    return 1e6 * took / events, sum(r.processed for r in results)
 
 
 def run_case(case: str, events: int, rounds: int, bootstrap: str, redis_url: str) -> dict:
@@ -140,7 +167,9 @@ def run_case(case: str, events: int, rounds: int, bootstrap: str, redis_url: str
     for k in range(rounds + 1):  # the first warms the imports and clients
         g = group_for(case, bootstrap, redis_url, folder)
         work = chunks(case, events, k)
-        us = one_round(g, work, events)
+        us, processed = one_round(g, work, events)
+        if processed != events:  # a figure over events the steps did not serve is no figure
+            raise RuntimeError(f"{case}: {processed} of {events} events processed")
         if k > 0:
             per_event.append(us)
     return {

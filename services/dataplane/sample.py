@@ -25,7 +25,8 @@ class LatencySample:
     _next: int = 0  # the count at which the next event is kept, once full
 
     def add(self, value: float) -> None:
-        value = max(0.0, value)  # clocks of two processes: never report a negative wait
+        if value < 0.0:  # clocks of two processes: never report a negative wait
+            value = 0.0
         self.total += value
         self.n += 1
         if self.n < self._next:

@@ -119,7 +119,8 @@ class SlotRun:
         """One record: a declaration, or an event through decode → expire → operate →
         emit → account (LAS sampling, ``t_out`` and the id ledger are the optional parts)."""
         offset = msg.offset() or 0
-        self.res.next_offset = max(self.res.next_offset, offset + 1)
+        if offset >= self.res.next_offset:
+            self.res.next_offset = offset + 1
         if self.declarer is not None and self.entry is None:  # an entry slot's: ``tick``
             self.declarer.send_held()
         keyed = self.keyed

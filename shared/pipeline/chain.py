@@ -142,26 +142,55 @@ class ChainedOperator:
         for step in self.steps[1:]:
             if not items:
                 break
-            state = self._member_state(step, members)
-            outs: list[Emitted] = []
-            took = 0
-            for _, i, p in items:
-                before = state.snapshot() if state is not None else None
-                try:
-                    if state is None:
-                        outs.extend(self._plain(step, p, ctx, i, i))
-                    else:
-                        outs.extend(with_ids(i, self._call(step, p, ctx, key, state, i), step.name))
-                except Exception as exc:  # the member's code: its input's failure alone
-                    if state is not None and before is not None:
-                        state.restore(before)
-                    failed.append(MemberFailed(step.name, i, p, exc))
-                    continue
-                took += 1
+            if step.keyed is None:
+                outs, took = self._unkeyed_member(step, items, ctx, failed)
+            else:
+                outs, took = self._keyed_member(step, items, ctx, failed, key, members)
             if passed is not None and took:
                 passed[step.name] = passed.get(step.name, 0) + took
             items = outs
         return self._renamed(items)
+
+    def _unkeyed_member(
+        self, step: ChainStep, items: list[Emitted], ctx: Context, failed: list[MemberFailed]
+    ) -> tuple[list[Emitted], int]:
+        """An unkeyed member on its inputs: their outputs, and how many it took."""
+        outs: list[Emitted] = []
+        took = 0
+        for _, i, p in items:
+            try:
+                outs.extend(self._plain(step, p, ctx, i, i))
+            except Exception as exc:  # the member's code: its input's failure alone
+                failed.append(MemberFailed(step.name, i, p, exc))
+                continue
+            took += 1
+        return outs, took
+
+    def _keyed_member(
+        self,
+        step: ChainStep,
+        items: list[Emitted],
+        ctx: Context,
+        failed: list[MemberFailed],
+        key: str,
+        members: MemberStates | None,
+    ) -> tuple[list[Emitted], int]:
+        """A keyed member on its inputs, each one's writes to its state kept only if it
+        returns: their outputs, and how many it took."""
+        state = self._member_state(step, members)
+        assert state is not None
+        outs: list[Emitted] = []
+        took = 0
+        for _, i, p in items:
+            before = state.snapshot()
+            try:
+                outs.extend(with_ids(i, self._call(step, p, ctx, key, state, i), step.name))
+            except Exception as exc:  # the member's code: its input's failure alone
+                state.restore(before)
+                failed.append(MemberFailed(step.name, i, p, exc))
+                continue
+            took += 1
+        return outs, took
 
     def _member_state(self, step: ChainStep, members: MemberStates | None) -> KeyState | None:
         """A keyed member's state of the event's key (None: the member is not keyed)."""
