@@ -225,6 +225,9 @@ class WindowAggregator:
         if self.panes:
             self._add_to_pane(store, g, key, payload, t)
             return
+        if self.spec.kind == "tumbling":
+            self._add_to_window(store, g, key, payload, t)
+            return
         wm = store.watermark
         open_windows = [w for w in self.spec.assign(t) if not self.spec.closed(w[1], wm)]
         if not open_windows:
@@ -240,6 +243,20 @@ class WindowAggregator:
             store.put("w", g, field, acc)
             if opened_end is not None:  # a window with an accumulator has its end recorded
                 store.set_end(g, field, opened_end)
+
+    def _add_to_window(self, store: Store, g: int, key: str, payload: Any, t: float) -> None:
+        """A tumbling window's event: its one window, as ``add`` does for any number."""
+        ((start, end),) = self.spec.assign(t)
+        if self.spec.closed(end, store.watermark):
+            raise Late(
+                f"event time {t} is behind the watermark {store.watermark}: its windows closed"
+            )
+        field = window_field(key, start)
+        acc = store.get("w", g, field)
+        opened = acc is MISSING
+        store.put("w", g, field, self.agg.add(self.agg.initial() if opened else acc, payload))
+        if opened:  # a window with an accumulator has its end recorded
+            store.set_end(g, field, end)
 
     def _add_to_pane(self, store: Store, g: int, key: str, payload: Any, t: float) -> None:
         """The event into its pane. A new pane records the end of each open window it
