@@ -85,9 +85,21 @@ class Routers:
         if stale:
             self._built = now
         for s in self.successors:
+            if self._keyed(s):  # its events go by key: no count or backlog to read
+                continue
             n, _ = self.view.read(s)
             if stale or s not in self.routers or len(self.routers[s].u) != n:
                 self.routers[s] = self.view.router(s, self.concurrency, self.start)
+
+    def _keyed(self, successor: str) -> tuple[Any, ...]:
+        """A keyed successor's key paths, key groups and partitions; () if not keyed."""
+        by_key = self._by_key.get(successor)
+        if by_key is None:
+            op = self.view.topo[successor]
+            by_key = self._by_key[successor] = (
+                (op.key_path, op.key_groups, int(op.max_replicas)) if op.stateful else ()
+            )
+        return by_key
 
     def choose(self, successor: str, payload: Any = None) -> int:
         """The partition of ``successor`` that gets ``payload``: its key's, for a keyed
@@ -95,10 +107,7 @@ class Routers:
         dead-letters it), else the least loaded active replica's."""
         by_key = self._by_key.get(successor)
         if by_key is None:
-            op = self.view.topo[successor]
-            by_key = self._by_key[successor] = (
-                (op.key_path, op.key_groups, int(op.max_replicas)) if op.stateful else ()
-            )
+            by_key = self._keyed(successor)
         if by_key:
             paths, groups, partitions = by_key
             key = lookup_first(payload, paths) if paths else ""

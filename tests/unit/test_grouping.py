@@ -34,3 +34,38 @@ def test_refresh_with_fewer_replicas():
     assert r.choose() == 0
     with pytest.raises(ValueError):
         r.refresh([])
+
+
+class _CountingView:
+    """A ``RoutingView`` that says every successor has 2 active replicas, counting reads."""
+
+    def __init__(self, topo: object) -> None:
+        self.topo, self.reads = topo, []
+
+    def read(self, successor: str) -> tuple[int, list[float]]:
+        self.reads.append(successor)
+        return 2, [0.0, 0.0]
+
+    def router(self, successor: str, concurrency: int = 1, start: int = 0) -> LoadAwareRouter:
+        return LoadAwareRouter(0.001, 1.0, [0.0, 0.0], concurrency=concurrency, start=start)
+
+
+def test_a_keyed_successor_goes_by_key_and_its_count_is_never_read(tmp_path):
+    from elastic_sps.control.routing import Routers
+    from elastic_sps.model import topology
+
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "name: t\noperators:\n"
+        "  - {name: a, et_ms: 1, max_replicas: 2}\n"
+        "  - {name: keyed, key: 'field:k', et_ms: 1, max_replicas: 4}\n"
+        "  - {name: plain, et_ms: 1, max_replicas: 2}\n"
+        "edges:\n  - {from: source, to: a}\n  - {from: a, to: keyed}\n  - {from: a, to: plain}\n"
+    )
+    view = _CountingView(topology.load(path))
+    routers = Routers(view, ["keyed", "plain"])
+    routers.refresh()
+    assert view.reads == ["plain"]  # the code before read "keyed" too, every 0.2 s
+    # crc32("k1") % 128 = 41: group 41 of 128 is in partition 41 * 4 // 128 = 1 of 4
+    assert routers.choose("keyed", {"k": "k1"}) == 1
+    assert routers.choose("plain", {"k": "k1"}) in (0, 1)
