@@ -1,12 +1,13 @@
 """Where the dataplane's time goes at saturation, sampled (py-spy), not guessed.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_dataplane.py [--events 40000]
-     [--ids] [--chain] [--nexmark q5] [--json]
+     [--ids] [--chain] [--admission entry] [--nexmark q5] [--json]
      (needs py-spy: .venv/bin/pip install py-spy; as root)
 
 The elastic-sps peer of ``bench_peers.py`` (the Twitter application, ingress and PySpark
 dataplane, 2 replicas per operator, the id ledger off unless ``--ids``; ``--chain``: the four
-operators chained into one, 2 replicas) is fed ``--events`` at once (``--nexmark Q``:
+operators chained into one, 2 replicas; ``--admission entry``: admission as its first step,
+no ingress, as ``bench_peers.py``'s ``elastic-sps-entry``) is fed ``--events`` at once (``--nexmark Q``:
 ``bench_nexmark.py``'s ``elastic-sps-entry`` peer of query Q instead, fed a saturation
 phase of that many events and the flush closing its windows); meanwhile py-spy samples
 every Python process under the dataplane (the driver, the stream readers and Spark's
@@ -142,8 +143,12 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=40_000)
     ap.add_argument("--ids", action="store_true", help="with the id ledger on")
     ap.add_argument("--chain", action="store_true", help="the four operators chained")
-    ap.add_argument("--admission", default="ingress", choices=("ingress", "entry"),
-                    help="SPS_ADMISSION: the ingress service, or admission as the first step")
+    ap.add_argument(
+        "--admission",
+        default="ingress",
+        choices=("ingress", "entry"),
+        help="SPS_ADMISSION: the ingress service, or admission as the first step",
+    )
     ap.add_argument("--nexmark", help="profile this Nexmark query's pipeline instead (q5, q7)")
     ap.add_argument("--rate", type=int, default=100, help="py-spy's samples a second")
     ap.add_argument("--top", help="a category whose busiest frames to list too")

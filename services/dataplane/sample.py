@@ -25,7 +25,7 @@ class LatencySample:
     _next: int = 0  # the count at which the next event is kept, once full
 
     def add(self, value: float) -> None:
-        if value < 0.0:  # clocks of two processes: never report a negative wait
+        if not value >= 0.0:  # clocks of two processes: never a negative wait (nor NaN)
             value = 0.0
         self.total += value
         self.n += 1

@@ -142,10 +142,10 @@ class ChainedOperator:
         for step in self.steps[1:]:
             if not items:
                 break
-            if step.keyed is None:
-                outs, took = self._unkeyed_member(step, items, ctx, failed)
-            else:
-                outs, took = self._keyed_member(step, items, ctx, failed, key, members)
+            if step.keyed is not None:  # counts what it took as it goes (``_keyed_member``)
+                items = self._keyed_member(step, items, ctx, failed, key, members, passed)
+                continue
+            outs, took = self._unkeyed_member(step, items, ctx, failed)
             if passed is not None and took:
                 passed[step.name] = passed.get(step.name, 0) + took
             items = outs
@@ -174,13 +174,14 @@ class ChainedOperator:
         failed: list[MemberFailed],
         key: str,
         members: MemberStates | None,
-    ) -> tuple[list[Emitted], int]:
+        passed: dict[str, int] | None,
+    ) -> list[Emitted]:
         """A keyed member on its inputs, each one's writes to its state kept only if it
-        returns: their outputs, and how many it took."""
+        returns: their outputs; each input taken counted in ``passed`` at once (an undo
+        log that cannot be taken raises out of the step, after the inputs before it)."""
         state = self._member_state(step, members)
         assert state is not None
         outs: list[Emitted] = []
-        took = 0
         for _, i, p in items:
             before = state.snapshot()
             try:
@@ -189,8 +190,9 @@ class ChainedOperator:
                 state.restore(before)
                 failed.append(MemberFailed(step.name, i, p, exc))
                 continue
-            took += 1
-        return outs, took
+            if passed is not None:
+                passed[step.name] = passed.get(step.name, 0) + 1
+        return outs
 
     def _member_state(self, step: ChainStep, members: MemberStates | None) -> KeyState | None:
         """A keyed member's state of the event's key (None: the member is not keyed)."""

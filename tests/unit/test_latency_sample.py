@@ -35,3 +35,13 @@ def test_every_event_is_equally_likely_kept() -> None:
     shares = [k / runs for k in kept]
     assert all(abs(x - 0.1) < 0.02 for x in shares), (min(shares), max(shares))
     assert abs(sum(shares[:50]) - sum(shares[50:])) < 0.1  # early and late alike
+
+
+def test_a_negative_or_undefined_wait_counts_as_none() -> None:
+    """Two processes' clocks can put an event's end before its send: that wait is 0, as is
+    one computed from a time that is not a number."""
+    s = LatencySample(4)
+    for v in (-3.0, float("nan"), 2.5):
+        s.add(v)
+    assert s.values == [0.0, 0.0, 2.5]
+    assert (s.total, s.n) == (2.5, 3)
