@@ -146,6 +146,7 @@ bench: install peers-venv ## every benchmark whose figures the README and docs/ 
 	PYTHONPATH=. $(PY) benchmarks/bench_control.py --group rescales
 	PYTHONPATH=. $(PY) benchmarks/bench_mape_latency.py
 	PYTHONPATH=. $(PY) benchmarks/bench_dataplane.py --events 30000
+	PYTHONPATH=. $(PY) benchmarks/bench_steps.py --events 20000 --rounds 3 --json
 	PYTHONPATH=. $(PY) benchmarks/bench_ingress.py --events 100000
 	PYTHONPATH=. $(PY) benchmarks/bench_capacity.py --seconds 4
 	PYTHONPATH=. $(PY) benchmarks/bench_cpu_replicas.py --json
