@@ -32,6 +32,7 @@ from elastic_sps.services.dataplane.feed import WINDOW_END, Batch, Feed, size
 from elastic_sps.services.dataplane.group import GroupRun
 from elastic_sps.services.dataplane.handover import WAKE, Acquire, HandOver, KeyedMoves, Release
 from elastic_sps.services.dataplane.occupancy import Occupancy
+from elastic_sps.services.dataplane.queues import ServedReport
 from elastic_sps.services.dataplane.reading import (
     Reads,
     feed_window,
@@ -95,6 +96,7 @@ class Replica:
         self.waiting: dict[int, tuple[HandOver, list[Batch]]] = {}
         self.epoch = Epoch(0.0)
         self.commits = Commits(g)
+        self.served = ServedReport(g.kb, g.operator)
 
     def add(self, slot: Slot) -> SlotRun:
         run = SlotRun(self.g, slot)
@@ -127,6 +129,8 @@ class Replica:
                 run.tick()
             self.g.producer.send()  # the chunk's outputs, staged by its slots
             now = time.monotonic()
+            if self.served.due(now):
+                self.served.report({j: run.res.next_offset for j, run in self.runs.items()}, now)
             if epoch.due(now) and self.commits.busy():  # due again once that one is done
                 epoch.last = now - epoch.checkpoint_s + COMMIT_RETRY_S
             elif epoch.due(now):

@@ -175,6 +175,7 @@ class OperatorReader(DataSourceStreamReader):
             pipe.mget([keys.active(op) for op in ops])
         for op in ops:
             pipe.hgetall(keys.committed(op))
+            pipe.hgetall(keys.position(op))
         listed = [op for op in ops if not self._admits(op)] if registry else []
         for op in listed:  # the source's ends are the broker's: its producers keep none
             pipe.hgetall(keys.ends(keys.topic(op)))
@@ -189,12 +190,15 @@ class OperatorReader(DataSourceStreamReader):
                 op: active_count(v, topo[op].min_replicas, topo[op].max_replicas)
                 for op, v in counts
             }
-        progress = {op: {str(j): v for j, v in _ints(next(raw)).items()} for op in ops}
+        progress, served = {}, {}
+        for op in ops:
+            progress[op] = {str(j): v for j, v in _ints(next(raw)).items()}
+            served[op] = {str(j): v for j, v in _ints(next(raw)).items()}
         ends = {op: self._per_partition(op, _ints(next(raw))) for op in listed}
         stopping = bool(self.o.holder) and bool(next(raw))
         if with_ends and (unlisted := [op for op in ops if op not in ends]):
             ends.update(self._watermark_ends(unlisted))
-        return BatchReads(active, progress, ends, stopping)
+        return BatchReads(active, progress, ends, stopping, served)
 
     def _per_partition(self, op: str, ends: Mapping[int, int]) -> list[int]:
         return [ends.get(j, 0) for j in range(self._pool(op))]

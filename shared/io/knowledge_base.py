@@ -131,6 +131,11 @@ class Keys:
         """Hash partition -> offset up to which the operator's replicas have processed."""
         return f"{self.prefix}:dp:{op}:committed"
 
+    def position(self, op: str) -> str:
+        """Hash partition -> offset up to which the operator's replicas have served, not
+        yet committed: a queue level for the monitor, never a place to resume from."""
+        return f"{self.prefix}:dp:{op}:position"
+
     def arrivals_read(self, op: str) -> str:
         """Hash source partition -> the offset up to which an entry operator's readers
         have counted arrivals (admission at the entry step: λ_G counts each record once,
@@ -351,6 +356,9 @@ class KnowledgeBase:
         for op in ops:
             pipe.hgetall(self.keys.committed(op))
         return {op: _int_hash(raw) for op, raw in zip(ops, pipe.execute(), strict=True)}
+
+    def record_position(self, op: str, served: Mapping[int, int]) -> None:
+        self.r.hset(self.keys.position(op), mapping={str(j): v for j, v in served.items()})
 
     def record_committed(self, pipe: Any, op: str, done: Mapping[int, int]) -> None:
         # one task per partition per batch, batches in order: a plain HSET

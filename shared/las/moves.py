@@ -186,6 +186,7 @@ def _to_entry(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) ->
     n = partition_count(bootstrap, source)
     read = ingress_offsets(bootstrap, r, keys, topo, source, n) if n else {}
     _replace(r, keys.committed(op), {j: read.get(j, 0) for j in range(n)})
+    r.delete(keys.position(op))  # served offsets of the topic read before
 
 
 def _to_ingress(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) -> None:
@@ -203,6 +204,7 @@ def _to_ingress(settings: Any, topo: Topology, r: Any, keys: Keys, source: str) 
             raise MoveRefused(f"admission: the ingress's read positions not set ({exc}): "
                               "stop every ingress, then start again") from exc  # fmt: skip
     _replace(r, keys.committed(op), topic_ends(bootstrap, keys.topic(op)))
+    r.delete(keys.position(op))  # served offsets of the topic read before
 
 
 def _replace(r: Any, key: str, offsets: dict[int, int]) -> None:

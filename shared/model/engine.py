@@ -35,6 +35,10 @@ class EngineModel:
     # (``keyed_move_loss``), plus this long per byte of state they hold
     keyed_move_s: float = 0.0
     keyed_move_s_per_byte: float = 0.0
+    # the plan reads queue levels sampled at the interval's end, as a live monitor does:
+    # beside the backlog, the events a steady flow holds on an operator's input (on
+    # their hop, waiting, in service; Little's law), which a fluid interval has served
+    levels_in_flight: bool = False
 
 
 # Calibrated on this machine kind from dedicated runs, so in sample for any comparison
@@ -45,7 +49,9 @@ class EngineModel:
 # (bench_state.py; no state is copied, so no cost per byte). The figures:
 # docs/measurements.md, "Figures moved out of code comments". The forecast
 # (services/ensemble/live_compare.py) and the ingress's admission bound use it alike.
-LIVE_ENGINE = EngineModel(hop_s=0.027, efficiency=0.85, plan_delay=0.5, keyed_move_s=0.011)
+LIVE_ENGINE = EngineModel(
+    hop_s=0.093, efficiency=0.85, plan_delay=0.5, keyed_move_s=0.011, levels_in_flight=True
+)
 
 
 def keyed_move_loss(

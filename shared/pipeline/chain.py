@@ -179,13 +179,14 @@ class ChainedOperator:
         """A keyed member on its inputs, each one's writes to its state kept only if it
         returns: their outputs; each input taken counted in ``passed`` at once (an undo
         log that cannot be taken raises out of the step, after the inputs before it)."""
-        state = self._member_state(step, members)
-        assert state is not None
+        if members is None:
+            raise RuntimeError(f"chain {self.name!r}: keyed member {step.name!r} got no state")
+        state = members.of(step.name)
         outs: list[Emitted] = []
         for _, i, p in items:
             before = state.snapshot()
             try:
-                outs.extend(with_ids(i, self._call(step, p, ctx, key, state, i), step.name))
+                outs.extend(with_ids(i, self._keyed_call(step, p, ctx, key, state, i), step.name))
             except Exception as exc:  # the member's code: its input's failure alone
                 state.restore(before)
                 failed.append(MemberFailed(step.name, i, p, exc))
@@ -193,14 +194,6 @@ class ChainedOperator:
             if passed is not None:
                 passed[step.name] = passed.get(step.name, 0) + 1
         return outs
-
-    def _member_state(self, step: ChainStep, members: MemberStates | None) -> KeyState | None:
-        """A keyed member's state of the event's key (None: the member is not keyed)."""
-        if step.keyed is None:
-            return None
-        if members is None:
-            raise RuntimeError(f"chain {self.name!r}: keyed member {step.name!r} got no state")
-        return members.of(step.name)
 
     def _renamed(self, result: list[Emitted]) -> list[Emitted]:
         if len(result) == 1 and result[0][0] is None:  # a map's one output, to every successor
@@ -216,7 +209,8 @@ class ChainedOperator:
         event_id: str | None = None,
     ) -> list[Emitted]:
         """An unkeyed member (or the head) on one input, its outputs checked and numbered
-        from ``number_from``; ``event_id``: a member's input's, as ``_call``."""
+        from ``number_from``; ``event_id``: a member's input's (None: the head's, set by
+        the engine)."""
         ctx.operator = step.name
         head_id = ctx.event_id
         if event_id is not None:
@@ -231,34 +225,31 @@ class ChainedOperator:
         finally:
             ctx.operator, ctx.event_id = self.name, head_id
 
-    def _call(
+    def _keyed_call(
         self,
         step: ChainStep,
         payload: Any,
         ctx: Context,
-        head_key: str = "",
-        state: KeyState | None = None,
-        event_id: str | None = None,
+        head_key: str,
+        state: KeyState,
+        event_id: str,
     ) -> Output:
-        """``event_id``: a member's input's (what its code sees as ``ctx.event_id``, as
-        unchained); None: the head's, set by the engine. ``state``: a keyed member's."""
-        ctx.operator = step.name  # what the member's code sees is its own name
+        """A keyed member on one input: its code sees its own name, its input's id (as
+        unchained), the head's key and its state of that key."""
+        assert step.keyed is not None
+        ctx.operator = step.name
         head_id = ctx.event_id
-        if event_id is not None:
-            ctx.event_id = event_id
+        ctx.event_id = event_id
         try:
-            if step.keyed is not None:
-                assert state is not None
-                ctx.key = self._member_key(step.keyed, payload, head_key)
-                ctx.state = state
+            ctx.key = self._member_key(step.keyed, payload, head_key)
+            ctx.state = state
             return normalise(step.runnable.process(payload, ctx), step.name, step.successors)
         except Exception as exc:  # the member's failure: say which member, then re-raise
             exc.add_note(f"(in {step.name!r}, chained in {self.name!r})")
             raise
         finally:
             ctx.operator, ctx.event_id = self.name, head_id
-            if step.keyed is not None:
-                ctx.key, ctx.state = "", {}
+            ctx.key, ctx.state = "", {}
 
     def _member_key(self, member: Operator, payload: Any, head_key: str) -> str:
         """A keyed member's key for ``payload``: the head's, or its input fails."""

@@ -102,6 +102,8 @@ def _step_operator(
     dropped = q.drop_beyond(limits.q_size) if limits.q_size is not None else 0.0
     proc = sum(c.amount for c in served.processed)
     queued = q.size
+    # what the plan reads (``EngineModel.levels_in_flight``); the tallies keep the backlog
+    seen = queued + recv / td * post if engine.levels_in_flight else queued
     acc.needed += model.round_replicas(
         model.replicas_needed(before + recv, op.et_s, td), op.min_replicas, op.max_replicas
     )
@@ -109,7 +111,7 @@ def _step_operator(
     acc.ops[op.name] = OperatorStats(
         received=recv,
         processed=proc,
-        queued=queued,
+        queued=seen,
         received_from=rfrom,
         emitted=proc * fan_out,
         active_replicas=r,

@@ -149,3 +149,34 @@ def test_an_epoch_ends_when_its_dataplane_stops_or_a_keyed_count_changes(
     g.r.set(g.keys.active("step"), 2)
     assert warm_up() is True
     assert epoch_ends(g, {}, None)() is False  # nothing to ask
+
+
+def test_a_serving_replica_reports_what_it_served_before_it_checkpoints(
+    kafka_bootstrap: str, redis_url: str, tmp_path: Any
+) -> None:
+    # the monitor's queue level counts from the served offset: a level read from the
+    # commits alone would count a checkpoint interval of events already processed
+    g = group_of(DOC, "step", kafka_bootstrap, redis_url, tmp_path)
+    g.r.hset(g.keys.position("step"), "0", 50)  # a replica before this one's, served past
+    replica = Replica(g, 0)
+    replica.serve_planned([Slot(0, 0, 0, owner=0)], {0: []})
+    feed = Feed()
+    event = {"key": "a", "sum": 1}
+    records = [
+        Record(0, i, Envelope(f"e{i}", time.time(), "source", event).encode()) for i in range(3)
+    ]
+    feed.put(Batch(records, time.perf_counter()))
+    serving = threading.Thread(
+        target=replica.serve_feed, args=(feed, Epoch(time.monotonic() + 60, checkpoint_s=0))
+    )
+    serving.start()
+    try:
+        deadline = time.monotonic() + 20
+        while g.r.hget(g.keys.position("step"), "0") != b"3":
+            assert time.monotonic() < deadline, g.r.hgetall(g.keys.position("step"))
+            time.sleep(0.05)
+        assert g.r.hgetall(g.keys.committed("step")) == {}  # no checkpoint yet
+    finally:
+        feed.put(WINDOW_END)
+        serving.join(30)
+    publish(g, replica.finish())

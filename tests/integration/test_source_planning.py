@@ -316,6 +316,23 @@ def test_between_batches_the_queues_are_published_every_td(redis_url, redis_clie
     assert len(r._producer.sent) == n  # stopped with its query
 
 
+def test_the_queues_count_from_what_the_replicas_served_since_their_checkpoint(
+    redis_url, redis_client, keys
+):
+    # the batch planned to 40 and 30 (30 events a slot); served since: 95 on partition
+    # 0, and on 1 an offset behind a later commit (40 < 45), which must not raise the level
+    r = reader(redis_url, keys, ["parse"], partition_ends="registry", max_events_per_task=30)
+    start = r.initialOffset()
+    end = r.latestOffset(start, None)
+    r.partitions(start, end)
+    redis_client.hset(keys.position("parse"), mapping={"0": 95, "1": 40})
+    redis_client.hset(keys.committed("parse"), mapping={"1": 45})
+    r.latestOffset(end, None)
+    r.commit(end)
+    # (100 - 95) + (50 - 45)
+    assert [(c.operator, c.queued) for c in r._producer.sent] == [("parse", 10)]
+
+
 def test_a_cpu_bound_keyed_operator_moves_at_a_new_task(redis_url, redis_client, keys, tmp_path):
     # the threads of one task share one core: a CPU-bound keyed operator's new replicas
     # need new tasks, so a change of its count ends the epoch; a waiting one's moves

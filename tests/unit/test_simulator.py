@@ -151,3 +151,39 @@ def test_cli_event_mode_and_shedding(capsys):
     assert doc["mode"] == "fluid" and doc["shed"] > 0
     assert main([*args, "--shed", "goal"]) == 2
     assert "--shed needs --latency-goal-ms" in capsys.readouterr().err
+
+
+class _Recording:
+    """static:1 that keeps the queue levels the plan was given."""
+
+    name = "recording"
+
+    def __init__(self, topo):
+        self.inner = make_policy("static:1", topo)
+        self.levels: list[float] = []
+
+    def initial_replicas(self):
+        return self.inner.initial_replicas()
+
+    def analyze(self, stats):
+        self.levels.append(stats.operators["op"].queued)
+        return self.inner.analyze(stats)
+
+
+def test_the_plan_reads_the_levels_a_live_monitor_samples():
+    from elastic_sps.model.engine import EngineModel
+
+    topo = topology.from_dict(
+        {"operators": [{"name": "op", "et_ms": 10, "max_replicas": 1}],
+         "edges": [{"from": "source", "to": "op"}]}
+    )  # fmt: skip
+    arrivals = np.full(5, 50.0)
+    # 50 events an interval on one replica of 100/s: rho 0.5, Sakasegawa's wait for one
+    # server 0.5 / 0.5 x 1/2 x 10 ms = 5 ms; each event held 10 + 40 (hop) + 5 ms, so a
+    # steady flow of 50/s holds 50 x 0.055 = 2.75 on the operator's input
+    for in_flight, level in ((False, 0.0), (True, 2.75)):
+        policy = _Recording(topo)
+        engine = EngineModel(hop_s=0.04, levels_in_flight=in_flight)
+        res = simulate(topo, arrivals, policy, 1.0, engine=engine)
+        assert policy.levels[2:] == pytest.approx([level] * 3)
+        assert res.series.queued[2:5] == pytest.approx([0.0] * 3)  # the backlog itself
